@@ -1,0 +1,36 @@
+# Every target sets itself up: a fresh machine needs only Python 3.11 and the package registries.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test demo bench bench-quick lint soak clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/agentteams demo
+
+bench: $(STAMP)
+	$(BIN)/agentteams bench all
+
+bench-quick: $(STAMP)
+	$(BIN)/agentteams bench all --quick
+
+lint: $(STAMP)
+	$(BIN)/ruff check ipc supervisor agentproc tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info

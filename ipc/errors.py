@@ -1,0 +1,60 @@
+"""One exception hierarchy for agentteams.
+
+Every error a person can see derives from :class:`AgentTeamsError` and carries a one-line
+message that says what was wrong and what would be right. Backend exceptions (OSError,
+msgspec, zmq, psutil) are mapped into these at the boundary where they occur.
+"""
+
+from __future__ import annotations
+
+
+class AgentTeamsError(Exception):
+    """Base of every error agentteams raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        # One line, always: a multi-line message would break `--json` consumers and logs.
+        super().__init__(" ".join(message.split()))
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class InvalidInput(AgentTeamsError):
+    """A name, field or argument that is not acceptable; nothing was changed."""
+
+
+class NotFound(AgentTeamsError):
+    """A team, member, task or request that does not exist."""
+
+
+class Conflict(AgentTeamsError):
+    """The operation clashes with the current state (already exists, still running, cycle)."""
+
+
+class CorruptFile(AgentTeamsError):
+    """A state file that cannot be parsed; its bytes are kept, never silently deleted."""
+
+    def __init__(self, path: object, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+class StorageError(AgentTeamsError):
+    """Writing or locking state failed (disk full, permissions); the previous state is intact."""
+
+
+class LockTimeout(StorageError):
+    """A lock could not be taken within its timeout."""
+
+
+class UnsafeRuntimeDir(AgentTeamsError):
+    """The runtime directory is owned by another user or open to others."""
+
+
+class NotRunning(AgentTeamsError):
+    """The team's supervisor is not running."""
+
+
+class SupervisorError(AgentTeamsError):
+    """The supervisor answered a command with an error, or did not answer."""

@@ -1,0 +1,182 @@
+"""Where everything lives, and the names that may appear in a path.
+
+No input can produce a path outside its directory: every name that reaches a path goes
+through :func:`team_dirname` or :func:`agent_filename`, which leave only ``[a-zA-Z0-9_-]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from ipc.clock import now_ms
+from ipc.errors import InvalidInput, UnsafeRuntimeDir
+
+MAX_NAME_LENGTH = 64
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The state root: an explicit ``--root``, else ``$AGENTTEAMS_HOME``, else ``~/.agentteams``."""
+    if root is not None and str(root) != "":
+        return Path(root).expanduser().absolute()
+    env = os.environ.get("AGENTTEAMS_HOME")
+    if env:
+        return Path(env).expanduser().absolute()
+    return Path.home() / ".agentteams"
+
+
+def is_claude_root(root: Path) -> bool:
+    return root.name == ".claude"
+
+
+def _check_name(kind: str, raw: str, normalised: str) -> str:
+    if not raw or not raw.strip():
+        raise InvalidInput(f"{kind} name is empty; give a name of letters, digits, '-' or '_'")
+    if len(normalised) > MAX_NAME_LENGTH:
+        raise InvalidInput(
+            f"{kind} name is {len(raw)} characters long; use at most {MAX_NAME_LENGTH}"
+        )
+    if not re.search(r"[a-zA-Z0-9]", normalised):
+        raise InvalidInput(
+            f"{kind} name {raw!r} has no letter or digit; use letters, digits, '-' or '_'"
+        )
+    return normalised
+
+
+def normalise_team_name(name: str) -> str:
+    """Claude Code's rule: every character but [a-zA-Z0-9] becomes '-', then lower case."""
+    return _check_name("team", name, re.sub(r"[^a-zA-Z0-9]", "-", name).lower())
+
+
+def normalise_agent_name(name: str) -> str:
+    """Claude Code's rule for names in paths: every character but [a-zA-Z0-9_-] becomes '-'."""
+    return _check_name("agent", name, re.sub(r"[^a-zA-Z0-9_-]", "-", name))
+
+
+def agent_id(name: str, team: str) -> str:
+    return f"{name}@{team}"
+
+
+def color_for(index: int) -> str:
+    from ipc.schemas import COLORS
+
+    return COLORS[index % len(COLORS)]
+
+
+def shutdown_request_id(agent: str, ms: int | None = None) -> str:
+    return f"shutdown-{now_ms() if ms is None else ms}@{agent}"
+
+
+def plan_request_id(agent: str, team: str, ms: int | None = None) -> str:
+    return f"plan_approval-{now_ms() if ms is None else ms}@{agent}@{team}"
+
+
+def permission_request_id(ms: int | None = None) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    suffix = "".join(secrets.choice(alphabet) for _ in range(7))
+    return f"perm-{now_ms() if ms is None else ms}-{suffix}"
+
+
+def request_epoch_ms(request_id: str) -> int | None:
+    """The epoch ms embedded in a shutdown/plan/permission request id, or None."""
+    match = re.match(r"^(?:shutdown|plan_approval|perm)-(\d+)", request_id)
+    return int(match.group(1)) if match else None
+
+
+class TeamPaths:
+    """Every state path of one team under one root. Names are normalised on the way in."""
+
+    def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
+        self.root = resolve_root(root)
+        self.team = normalise_team_name(team)
+
+    @property
+    def team_dir(self) -> Path:
+        return self.root / "teams" / self.team
+
+    @property
+    def config(self) -> Path:
+        return self.team_dir / "config.json"
+
+    @property
+    def inboxes(self) -> Path:
+        return self.team_dir / "inboxes"
+
+    def inbox(self, agent: str) -> Path:
+        return self.inboxes / f"{normalise_agent_name(agent)}.json"
+
+    def inbox_archive(self, agent: str) -> Path:
+        # Outside inboxes/ so that nothing that lists inboxes mistakes an archive for one.
+        return self.team_dir / "archive" / f"{normalise_agent_name(agent)}.jsonl"
+
+    @property
+    def events(self) -> Path:
+        return self.team_dir / "events.jsonl"
+
+    def transcript(self, agent: str) -> Path:
+        return self.team_dir / "transcripts" / f"{normalise_agent_name(agent)}.jsonl"
+
+    @property
+    def plans(self) -> Path:
+        return self.team_dir / "plans"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.root / "tasks" / self.team
+
+    def task(self, task_id: str) -> Path:
+        if not re.fullmatch(r"[0-9]{1,12}", task_id):
+            raise InvalidInput(f"task id {task_id!r} is not a task number like '7'")
+        return self.tasks_dir / f"{task_id}.json"
+
+    @property
+    def tasks_lock(self) -> Path:
+        return self.tasks_dir / ".lock"
+
+    @property
+    def highwatermark(self) -> Path:
+        return self.tasks_dir / ".highwatermark"
+
+    def runtime_dir(self) -> Path:
+        """This team's private runtime directory (sockets, pid file, log)."""
+        # One per (root, team): two roots may hold teams of the same name. Hashed to keep
+        # ipc:// socket paths under the 107-byte sun_path limit.
+        digest = hashlib.sha256(f"{self.root}\0{self.team}".encode()).hexdigest()[:12]
+        return ensure_private_dir(runtime_base() / f"{self.team[:24]}-{digest}")
+
+
+def runtime_base() -> Path:
+    """``$XDG_RUNTIME_DIR/agentteams`` or ``/tmp/agentteams-{uid}``, created 0700 and checked."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(xdg) / "agentteams" if xdg else Path(f"/tmp/agentteams-{os.getuid()}")
+    return ensure_private_dir(base)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` 0700 if missing; refuse it if another user owns it or others can enter.
+
+    As tmux does for /tmp/tmux-{uid}: a directory someone else controls could hold a socket
+    that impersonates our supervisor.
+    """
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError as exc:
+        raise UnsafeRuntimeDir(f"cannot create runtime directory {path}: {exc.strerror}") from exc
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeRuntimeDir(f"runtime directory {path} is not a directory (a symlink?); remove it")
+    if info.st_uid != os.getuid():
+        raise UnsafeRuntimeDir(
+            f"runtime directory {path} is owned by uid {info.st_uid}, not {os.getuid()}; refusing to use it"
+        )
+    if info.st_mode & 0o077:
+        raise UnsafeRuntimeDir(
+            f"runtime directory {path} has mode {stat.S_IMODE(info.st_mode):o}; it must be 700 (chmod 700 {path})"
+        )
+    return path

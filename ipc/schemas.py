@@ -1,0 +1,228 @@
+"""Every on-disk shape of SPEC §3 as a msgspec Struct: the single source of truth.
+
+Python attributes are snake_case; on disk the names are exactly Claude Code's (camelCase,
+except the permission bodies, which Claude Code writes in snake_case). Optional fields are
+``UNSET`` and omitted when written, as Claude Code omits them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType, field
+
+COLORS: tuple[str, ...] = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
+LEAD_NAME = "team-lead"
+LEAD_AGENT_TYPE = "team-lead"
+BACKEND_TYPE = "process"
+
+TaskStatus = Literal["pending", "in_progress", "completed"]
+IdleReason = Literal["available", "interrupted", "failed"]
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
+PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
+
+
+# ---------------------------------------------------------------- team config (§3.1)
+
+
+class Member(Struct, rename="camel", kw_only=True):
+    """A team member; the lead has only the first eight fields, teammates all thirteen."""
+
+    agent_id: str
+    name: str
+    agent_type: str
+    model: str
+    prompt: str | UnsetType = UNSET
+    color: str | UnsetType = UNSET
+    plan_mode_required: bool | UnsetType = UNSET
+    joined_at: int
+    tmux_pane_id: str = ""
+    cwd: str = ""
+    subscriptions: list[str] = []
+    backend_type: str | UnsetType = UNSET
+    is_active: bool | UnsetType = UNSET
+
+
+class TeamConfig(Struct, rename="camel", kw_only=True):
+    name: str
+    description: str = ""
+    created_at: int
+    lead_agent_id: str
+    lead_session_id: str
+    members: list[Member] = []
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+    def teammates(self) -> list[Member]:
+        return [m for m in self.members if m.name != LEAD_NAME]
+
+
+# ---------------------------------------------------------------- inbox (§3.2)
+
+
+class InboxMessage(Struct, kw_only=True):
+    from_: str = field(name="from")
+    text: str
+    timestamp: str
+    read: bool = False
+    summary: str | UnsetType = UNSET
+    color: str | UnsetType = UNSET
+
+
+# ---------------------------------------------------------------- protocol bodies (§3.3)
+
+
+class _Body(Struct, tag_field="type", rename="camel", kw_only=True):
+    """Base of every JSON body carried in an inbox message's ``text``."""
+
+
+class IdleNotification(_Body, tag="idle_notification"):
+    from_: str = field(name="from")
+    timestamp: str
+    idle_reason: IdleReason = "available"
+    summary: str | UnsetType = UNSET
+    completed_task_id: str | UnsetType = UNSET
+    completed_status: str | UnsetType = UNSET
+    failure_reason: str | UnsetType = UNSET
+
+
+class TaskAssignment(_Body, tag="task_assignment"):
+    task_id: str
+    subject: str
+    description: str
+    assigned_by: str
+    timestamp: str
+
+
+class ShutdownRequest(_Body, tag="shutdown_request"):
+    request_id: str
+    from_: str = field(name="from")
+    reason: str
+    timestamp: str
+
+
+class ShutdownApproved(_Body, tag="shutdown_approved"):
+    request_id: str
+    from_: str = field(name="from")
+    timestamp: str
+    pane_id: str
+    backend_type: str
+
+
+class ShutdownRejected(_Body, tag="shutdown_rejected"):
+    request_id: str
+    from_: str = field(name="from")
+    reason: str
+    timestamp: str
+
+
+class PlanApprovalRequest(_Body, tag="plan_approval_request"):
+    from_: str = field(name="from")
+    timestamp: str
+    plan_file_path: str
+    plan_content: str
+    request_id: str
+
+
+class PlanApprovalResponse(_Body, tag="plan_approval_response"):
+    request_id: str
+    approved: bool
+    timestamp: str
+    permission_mode: str | UnsetType = UNSET
+    feedback: str | UnsetType = UNSET
+
+
+class PermissionRequest(_Body, tag="permission_request", rename=None):
+    request_id: str
+    agent_id: str
+    tool_name: str
+    tool_use_id: str
+    description: str
+    input: dict[str, Any]
+    permission_suggestions: list[dict[str, Any]] = []
+
+
+class PermissionGrant(Struct, kw_only=True):
+    updated_input: dict[str, Any]
+    permission_updates: list[dict[str, Any]] = []
+
+
+class PermissionResponse(_Body, tag="permission_response", rename=None):
+    request_id: str
+    subtype: Literal["success", "error"]
+    response: PermissionGrant | UnsetType = UNSET
+    error: str | UnsetType = UNSET
+
+
+ProtocolBody = (
+    IdleNotification
+    | TaskAssignment
+    | ShutdownRequest
+    | ShutdownApproved
+    | ShutdownRejected
+    | PlanApprovalRequest
+    | PlanApprovalResponse
+    | PermissionRequest
+    | PermissionResponse
+)
+
+_body_decoder: msgspec.json.Decoder[ProtocolBody] = msgspec.json.Decoder(ProtocolBody)
+
+
+def parse_body(text: str) -> ProtocolBody | None:
+    """The protocol body in ``text``, or None: JSON that is not a valid body is plain text."""
+    if not text.startswith("{"):
+        return None
+    try:
+        return _body_decoder.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def body_text(body: ProtocolBody) -> str:
+    """A body stringified compactly for an inbox message's ``text``, as Claude Code does."""
+    return msgspec.json.encode(body).decode()
+
+
+# ---------------------------------------------------------------- task (§3.4)
+
+
+class Task(Struct, rename="camel", kw_only=True):
+    id: str
+    subject: str
+    description: str = ""
+    active_form: str | UnsetType = UNSET
+    status: TaskStatus = "pending"
+    owner: str | UnsetType = UNSET
+    blocks: list[str] = []
+    blocked_by: list[str] = []
+    metadata: dict[str, Any] | UnsetType = UNSET
+
+    @property
+    def owner_name(self) -> str | None:
+        """The owner, or None: Claude Code may write an empty string for 'nobody'."""
+        return self.owner if isinstance(self.owner, str) and self.owner else None
+
+
+# ---------------------------------------------------------------- events to the lead
+
+
+class TeammateTerminated(Struct, tag_field="type", tag="teammate_terminated", rename="camel", kw_only=True):
+    """Delivered to the lead as an event (``events.jsonl``), never through an inbox file."""
+
+    name: str
+    agent_id: str
+    timestamp: str
+    status: Literal["completed", "failed", "killed"]
+    detail: str = ""
+    exit_code: int | UnsetType = UNSET
+    signal: int | UnsetType = UNSET
+    released_tasks: list[str] = []
+    restarting: bool = False
+
+
+def dump_json(obj: object) -> bytes:
+    """Readable JSON (two-space indent), as Claude Code writes its state files."""
+    return msgspec.json.format(msgspec.json.encode(obj), indent=2) + b"\n"

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipc import TeamConfigStore
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Never touch the user's ~/.agentteams; a private runtime dir per test.
+    monkeypatch.setenv("AGENTTEAMS_HOME", str(tmp_path / "home"))
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    yield
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def team(root: Path) -> str:
+    store = TeamConfigStore(root, "demo")
+    store.create("a test team", cwd=str(root))
+    for name in ("alice", "bob"):
+        store.add_member(name, prompt=f"you are {name}", cwd=str(root))
+    return "demo"
+
+
+def pids_alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive

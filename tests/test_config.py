@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ipc import Conflict, NotFound, TeamConfigStore
+from ipc.config import list_teams
+from ipc.errors import InvalidInput
+
+
+def test_create_writes_the_lead(root: Path) -> None:
+    config = TeamConfigStore(root, "My Team").create("desc", lead_model="offline", cwd="/w")
+    assert config.name == "my-team"
+    on_disk = json.loads((root / "teams" / "my-team" / "config.json").read_text())
+    assert on_disk["leadAgentId"] == "team-lead@my-team"
+    assert on_disk["members"] == [{
+        "agentId": "team-lead@my-team", "name": "team-lead", "agentType": "team-lead", "model": "offline",
+        "joinedAt": on_disk["createdAt"], "tmuxPaneId": "", "cwd": "/w", "subscriptions": [],
+    }]
+    assert (root / "tasks" / "my-team" / ".lock").exists()
+
+
+def test_create_twice_conflicts(root: Path) -> None:
+    TeamConfigStore(root, "t").create()
+    with pytest.raises(Conflict, match="already exists"):
+        TeamConfigStore(root, "t").create()
+
+
+def test_add_member_dedupes_and_colors_by_join_order(root: Path) -> None:
+    store = TeamConfigStore(root, "t")
+    store.create()
+    names = [store.add_member("w").name for _ in range(3)]
+    assert names == ["w", "w-2", "w-3"]
+    store.remove_member("w-2")
+    ninth = [store.add_member(f"x{i}") for i in range(6)][-1]
+    config = store.read()
+    assert [m.color for m in config.teammates()] == ["blue", "yellow", "purple", "orange", "pink", "cyan", "red", "blue"]
+    assert ninth.color == "blue"
+    member = json.loads(store.path.read_text())["members"][1]
+    assert set(member) == {
+        "agentId", "name", "agentType", "model", "prompt", "color", "planModeRequired", "joinedAt",
+        "tmuxPaneId", "cwd", "subscriptions", "backendType", "isActive",
+    }
+
+
+def test_the_lead_name_is_reserved(root: Path) -> None:
+    store = TeamConfigStore(root, "t")
+    store.create()
+    with pytest.raises(InvalidInput):
+        store.add_member("team-lead")
+
+
+def test_update_and_remove_member(root: Path, team: str) -> None:
+    store = TeamConfigStore(root, team)
+    updated = store.update_member("alice", is_active=True, tmux_pane_id="process:42")
+    assert updated.is_active is True and store.require_member("alice").tmux_pane_id == "process:42"
+    with pytest.raises(InvalidInput, match="agent_id"):
+        store.update_member("alice", agent_id="x")
+    with pytest.raises(NotFound, match="members: team-lead, alice, bob"):
+        store.update_member("zed", is_active=True)
+    assert store.remove_member("alice") is not None
+    assert store.remove_member("alice") is None
+
+
+def test_delete_is_refused_while_teammates_remain(root: Path, team: str) -> None:
+    store = TeamConfigStore(root, team)
+    with pytest.raises(Conflict, match="alice, bob"):
+        store.delete()
+    assert store.exists()
+    store.remove_member("alice")
+    store.remove_member("bob")
+    store.delete()
+    assert not (root / "teams" / team).exists() and not (root / "tasks" / team).exists()
+    assert list_teams(root) == []
+
+
+def test_unknown_team(root: Path) -> None:
+    with pytest.raises(NotFound, match="team create"):
+        TeamConfigStore(root, "ghost").read()

@@ -1,0 +1,82 @@
+"""SIGKILL writers at random moments: no torn file, no acknowledged append lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+from ipc import Mailbox, TaskList
+
+ROUNDS = 60
+WRITERS_PER_ROUND = 5  # 300 kills in all
+
+
+def _writer(root: Path, team: str, tag: str, ack_path: Path) -> None:
+    """Child: append forever; after each append returns, acknowledge it in a private log."""
+    mb = Mailbox(root, team, "alice")
+    tl = TaskList(root, team)
+    ack = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    i = 0
+    while True:
+        text = f"{tag}:{i}"
+        if i % 3 == 0:
+            task = tl.create(text)
+            os.write(ack, f"task {task.id} {text}\n".encode())
+        else:
+            mb.append(sender="bob", text=text)
+            os.write(ack, f"msg {text}\n".encode())
+        i += 1
+
+
+def test_random_sigkills_never_tear_a_file_or_lose_an_acknowledged_write(root: Path, team: str, tmp_path: Path) -> None:
+    rng = random.Random(1234)
+    acks: list[Path] = []
+    kills = 0
+    for r in range(ROUNDS):
+        pids = []
+        for w in range(WRITERS_PER_ROUND):
+            ack_path = tmp_path / f"ack-{r}-{w}"
+            acks.append(ack_path)
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - child
+                try:
+                    _writer(root, team, f"r{r}w{w}", ack_path)
+                finally:
+                    os._exit(0)
+            pids.append(pid)
+        time.sleep(rng.uniform(0.005, 0.04))
+        for pid in pids:
+            time.sleep(rng.uniform(0, 0.003))
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            kills += 1
+        # Every state file parses after every round of kills.
+        inbox = Mailbox(root, team, "alice").path
+        if inbox.exists():
+            json.loads(inbox.read_bytes())
+        for f in (root / "tasks" / team).glob("*.json"):
+            json.loads(f.read_bytes())
+    assert kills == ROUNDS * WRITERS_PER_ROUND
+
+    texts = {m.text for m in Mailbox(root, team, "alice").read()}
+    tasks = {t.id: t.subject for t in TaskList(root, team).list()}
+    acked_msgs = acked_tasks = 0
+    for ack_path in acks:
+        if not ack_path.exists():
+            continue
+        for line in ack_path.read_text().splitlines():
+            kind, *rest = line.split(" ")
+            if kind == "msg":
+                assert rest[0] in texts, f"acknowledged message {rest[0]} lost"
+                acked_msgs += 1
+            else:
+                assert tasks.get(rest[0]) == rest[1], f"acknowledged task {rest} lost"
+                acked_tasks += 1
+    assert acked_msgs > 100 and acked_tasks > 50
+    ids = sorted(int(i) for i in tasks)
+    assert len(ids) == len(set(ids))
+    assert int((root / "tasks" / team / ".highwatermark").read_text()) >= ids[-1]

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ipc import Conflict, InvalidInput, Mailbox, NotFound, TaskList, claim_prompt
+from ipc.schemas import TaskAssignment, parse_body
+
+
+def test_create_and_ids_never_reused(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    a = tl.create("First", "do it")
+    b = tl.create("Second")
+    assert (a.id, b.id) == ("1", "2")
+    tl.delete("2")
+    assert tl.create("Third").id == "3"
+    assert (root / "tasks" / team / ".highwatermark").read_text() == "3"
+    assert json.loads((root / "tasks" / team / "1.json").read_text()) == {
+        "id": "1", "subject": "First", "description": "do it", "status": "pending", "blocks": [], "blockedBy": [],
+    }
+
+
+def test_list_is_numeric_and_skips_invalid_files(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(11):
+        tl.create(f"t{i + 1}")
+    (root / "tasks" / team / "5.json").write_text("{not json")
+    ids = [t.id for t in tl.list()]
+    assert ids == ["1", "2", "3", "4", "6", "7", "8", "9", "10", "11"]
+    assert len(tl.problems) == 1 and "5.json" in tl.problems[0]
+    assert (root / "tasks" / team / "5.json").exists()
+
+
+def test_update_merges_and_id_is_immutable(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    t = tl.create("s", metadata={"a": 1})
+    updated = tl.update(t.id, subject="new", metadata={"b": 2}, active_form="Doing")
+    assert updated is not None and updated.id == "1"
+    assert updated.metadata == {"a": 1, "b": 2} and updated.subject == "new"
+    with pytest.raises(InvalidInput):
+        tl.update(t.id, status="done")
+    with pytest.raises(NotFound):
+        tl.update("99", subject="x")
+
+
+def test_dependencies_are_symmetric_and_completion_unblocks(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(4):
+        tl.create(f"t{i + 1}")
+    tl.update("4", add_blocked_by=["1", "2"])
+    tl.update("3", add_blocks=["4"])
+    assert tl.get("1").blocks == ["4"] and tl.get("4").blocked_by == ["1", "2", "3"]
+    assert tl.claim("4", "alice").reason == "blocked"
+    for blocker in ("1", "2", "3"):
+        tl.update(blocker, status="completed")
+    assert tl.get("4").blocked_by == []
+    assert tl.claim("4", "alice").success
+
+
+def test_cycles_and_missing_ids_are_refused_and_change_nothing(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(3):
+        tl.create(f"t{i + 1}")
+    tl.update("2", add_blocked_by=["1"])
+    tl.update("3", add_blocked_by=["2"])
+    before = [tl.get(i) for i in ("1", "2", "3")]
+    with pytest.raises(Conflict, match="cycle"):
+        tl.update("1", add_blocked_by=["3"])
+    with pytest.raises(Conflict, match="itself"):
+        tl.update("1", add_blocks=["1"])
+    with pytest.raises(NotFound, match="#9"):
+        tl.update("1", add_blocks=["9"], subject="changed")
+    assert [tl.get(i) for i in ("1", "2", "3")] == before
+
+
+def test_delete_cleans_every_reference(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(3):
+        tl.create(f"t{i + 1}")
+    tl.update("2", add_blocked_by=["1"], add_blocks=["3"])
+    assert tl.update("2", status="deleted") is None
+    assert tl.get("1").blocks == [] and tl.get("3").blocked_by == []
+    with pytest.raises(NotFound):
+        tl.get("2")
+
+
+def test_claim_reasons(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(4):
+        tl.create(f"t{i + 1}")
+    tl.update("3", add_blocked_by=["4"])
+    assert tl.claim("9", "alice").reason == "task_not_found"
+    assert tl.claim("1", "alice").success
+    assert tl.claim("1", "alice").success  # the owner may claim again
+    assert tl.claim("1", "bob").reason == "already_claimed"
+    assert tl.claim("3", "bob").reason == "blocked"
+    assert tl.claim("2", "alice", check_agent_busy=True).reason == "agent_busy"
+    tl.update("2", status="completed")
+    assert tl.claim("2", "bob").reason == "already_resolved"
+    assert tl.get("1").owner == "alice" and tl.get("1").status == "in_progress"
+
+
+def test_auto_claim_takes_the_lowest_open_unblocked_task(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(3):
+        tl.create(f"t{i + 1}", f"details {i + 1}")
+    tl.update("1", add_blocks=["2"])
+    tl.claim("1", "bob")
+    got = tl.claim_next("alice")
+    assert got is not None and got.id == "3" and got.owner == "alice"
+    assert tl.claim_next("alice") is None
+    assert claim_prompt(got) == "Complete all open tasks. Start with task #3:\n\n t3\n\ndetails 3"
+
+
+def test_setting_owner_sends_a_task_assignment(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    t = tl.create("Review", "look at it")
+    tl.update(t.id, owner="bob")
+    (message,) = Mailbox(root, team, "bob").unread()
+    body = parse_body(message.text)
+    assert isinstance(body, TaskAssignment)
+    assert (body.task_id, body.subject, body.assigned_by) == ("1", "Review", "team-lead")
+    tl.update(t.id, owner="alice", by="alice")  # self-assignment sends nothing
+    assert Mailbox(root, team, "alice").unread() == []
+
+
+def test_owner_must_be_a_member(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    t = tl.create("x")
+    with pytest.raises(NotFound, match="members"):
+        tl.update(t.id, owner="mallory")
+    assert tl.get(t.id).owner_name is None
+    assert not Mailbox(root, team, "mallory").exists()
+
+
+def test_release_owner(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(3):
+        tl.create(f"t{i + 1}")
+    tl.claim("1", "alice")
+    tl.claim("2", "alice")
+    tl.update("2", status="completed")
+    assert tl.release_owner("alice") == ["1"]
+    assert tl.get("1").owner_name is None and tl.get("1").status == "pending"
