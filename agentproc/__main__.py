@@ -1,0 +1,5 @@
+import sys
+
+from agentproc.main import main
+
+sys.exit(main())

@@ -1,0 +1,157 @@
+"""The teammate loop of SPEC §7: handle → idle notification → wait → next input by priority.
+
+Priorities when choosing the next input (seed 000 §5):
+1. in-memory user messages pushed by the lead over the PAIR,
+2. a shutdown_request (even if older unread messages exist),
+3. unread messages from team-lead,
+4. any other unread message,
+5. auto-claim a task.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+
+from agentproc.channel import Channel
+from agentproc.context import AgentContext
+from agentproc.identity import Identity
+from agentproc.models import Model, Turn, TurnOutcome, wrap_message
+from agentproc.tools import ToolBox, toolbox_for
+from ipc import messaging
+from ipc.clock import now_iso
+from ipc.mailbox import Mailbox
+from ipc.paths import request_epoch_ms
+from ipc.schemas import (
+    LEAD_NAME,
+    IdleNotification,
+    InboxMessage,
+    ShutdownRequest,
+    TaskAssignment,
+    parse_body,
+)
+from ipc.tasks import TaskList, claim_prompt
+from ipc.wake import Frame, UserMessage
+
+log = logging.getLogger("agentteams.agent")
+
+
+def choose_message(messages: list[InboxMessage]) -> int | None:
+    """Priorities 2–4 over an inbox: the index of the message to take next, or None."""
+    unread = [(i, m) for i, m in enumerate(messages) if not m.read]
+    for i, m in unread:
+        if isinstance(parse_body(m.text), ShutdownRequest):
+            return i
+    for i, m in unread:
+        if m.from_ == LEAD_NAME:
+            return i
+    return unread[0][0] if unread else None
+
+
+class AgentLoop:
+    def __init__(self, identity: Identity, channel: Channel, model: Model) -> None:
+        self.identity = identity
+        self.ctx = AgentContext(identity=identity, channel=channel)
+        self.tools: ToolBox = toolbox_for(self.ctx)
+        self.model = model
+        self.mailbox = Mailbox(identity.root, identity.team, identity.name)
+        self.tasks = TaskList(identity.root, identity.team)
+        self.user_queue: deque[str] = deque()
+        self.idle = False
+        self.turns = 0
+
+    # ------------------------------------------------------------ inputs
+
+    def absorb(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            if isinstance(frame, UserMessage):
+                self.user_queue.append(frame.text)
+
+    def _is_stale(self, body: ShutdownRequest) -> bool:
+        """A request issued before this incarnation started is for a previous process."""
+        issued = request_epoch_ms(body.request_id)
+        return issued is not None and issued < self.identity.incarnation_ms
+
+    def next_turn(self) -> Turn | None:
+        if self.user_queue:
+            text = self.user_queue.popleft()
+            return Turn(kind="user", text=text, sender=LEAD_NAME, content=text)
+        chosen: list[int] = []  # the index take() picked: 0 is the spawn prompt
+
+        def select(messages: list[InboxMessage]) -> int | None:
+            index = choose_message(messages)
+            chosen.append(-1 if index is None else index)
+            return index
+
+        while any(not m.read for m in self.mailbox.read()):
+            message = self.mailbox.take(select)
+            if message is None:
+                break
+            body = parse_body(message.text)
+            if isinstance(body, ShutdownRequest) and self._is_stale(body):
+                log.info("%s: ignoring stale %s (before this incarnation)", self.identity.name, body.request_id)
+                continue
+            summary = message.summary if isinstance(message.summary, str) else ""
+            color = message.color if isinstance(message.color, str) else ""
+            return Turn(
+                kind="shutdown" if isinstance(body, ShutdownRequest) else "message",
+                text=wrap_message(message.from_, message.text, color, summary),
+                sender=message.from_,
+                body=body,
+                task_id=body.task_id if isinstance(body, TaskAssignment) else "",
+                content=message.text,
+                is_prompt=chosen[-1] == 0 and message.from_ == LEAD_NAME,
+            )
+        task = self.tasks.claim_next(self.identity.name)
+        if task is not None:
+            return Turn(kind="claim", text=claim_prompt(task), task_id=task.id)
+        return None
+
+    # ------------------------------------------------------------ states
+
+    def go_idle(self, outcome: TurnOutcome) -> None:
+        """Send exactly one idle notification per stretch of idleness."""
+        last_dm, completed = self.ctx.last_dm, self.ctx.completed
+        body = IdleNotification(
+            from_=self.identity.name,
+            timestamp=now_iso(),
+            idle_reason="failed" if outcome.failure_reason else "available",
+        )
+        if last_dm:
+            body.summary = f"[to {last_dm[0]}] {last_dm[1]}"
+        if completed:
+            body.completed_task_id, body.completed_status = completed
+        if outcome.failure_reason:
+            body.failure_reason = outcome.failure_reason
+        messaging.send_body(self.identity.root, self.identity.team, self.identity.name, LEAD_NAME, body, color=self.identity.color)
+        self.ctx.channel.ring(LEAD_NAME)
+        self.ctx.channel.state("idle")
+        self.ctx.last_dm = self.ctx.completed = None
+        self.idle = True
+
+    def handle(self, turn: Turn) -> TurnOutcome:
+        if self.idle:
+            self.idle = False
+        self.ctx.channel.state("running", turn.task_id)
+        self.turns += 1
+        try:
+            return self.model.run_turn(turn, self.tools)
+        except Exception as exc:  # a model bug must not kill the teammate: report it
+            log.exception("%s: turn failed", self.identity.name)
+            return TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+
+    def run(self) -> int:
+        self.ctx.channel.hello(self.identity.name, os.getpid())
+        outcome = TurnOutcome()
+        while True:
+            turn = self.next_turn()
+            if turn is None:
+                if not self.idle:
+                    self.go_idle(outcome)
+                self.absorb(self.ctx.channel.wait())
+                continue
+            outcome = self.handle(turn)
+            if self.ctx.exit_requested:
+                return 0
+            self.go_idle(outcome)

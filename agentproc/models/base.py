@@ -1,0 +1,36 @@
+"""One interface for every model backend: take a turn's input, call tools, stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agentproc.tools import ToolBox
+from ipc.schemas import ProtocolBody
+
+TurnKind = Literal["message", "claim", "shutdown", "user"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    kind: TurnKind
+    text: str  # what a language model is shown (messages wrapped as <teammate-message>)
+    sender: str = ""
+    body: ProtocolBody | None = None  # the protocol body, when the message carried one
+    task_id: str = ""  # for claim turns and task assignments
+    content: str = ""  # the raw message text, unwrapped
+    is_prompt: bool = False  # the spawn prompt: the first message of the inbox, from the lead
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    failure_reason: str = ""  # non-empty: the turn ended on an error (idleReason "failed")
+
+
+class Model(Protocol):
+    def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome: ...
+
+
+def wrap_message(sender: str, text: str, color: str = "", summary: str = "") -> str:
+    """Claude Code's wrapping of a teammate message for the model (seed 001 §3.4)."""
+    return f'<teammate-message teammate_id="{sender}" color="{color}" summary="{summary}">\n{text}\n</teammate-message>'

@@ -1,0 +1,207 @@
+"""The coordination tools: SendMessage and the task tools, with Claude Code's input names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentproc.context import AgentContext
+from agentproc.tools.base import Tool, ToolFailure, as_json, require
+from ipc import messaging
+from ipc.clock import now_iso
+from ipc.config import TeamConfigStore
+from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
+from ipc.tasks import TaskList
+
+MESSAGE_TYPES = ("message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_response")
+
+
+def _tasks(ctx: AgentContext) -> TaskList:
+    return TaskList(ctx.identity.root, ctx.identity.team)
+
+
+def _send_message(ctx: AgentContext, args: dict[str, Any]) -> str:
+    kind = args.get("type")
+    me, root, team = ctx.name, ctx.identity.root, ctx.identity.team
+    if kind == "message":
+        recipient = require(args, "recipient")
+        response = messaging.send_message(
+            root, team, me, recipient, require(args, "content"), require(args, "summary"), color=ctx.identity.color
+        )
+        target = response["routing"]["target"][1:]
+        ctx.channel.ring(target)
+        if target != LEAD_NAME:
+            ctx.last_dm = (target, args["summary"])
+        return as_json(response)
+    if kind == "broadcast":
+        response = messaging.broadcast(
+            root, team, me, require(args, "content"), require(args, "summary"), color=ctx.identity.color
+        )
+        for name in response["recipients"]:
+            ctx.channel.ring(name)
+        return as_json(response)
+    if kind == "shutdown_request":
+        response = messaging.send_shutdown_request(
+            root, team, me, require(args, "recipient"), args.get("content") or "Shutdown requested"
+        )
+        ctx.channel.ring(response["target"])
+        return as_json(response)
+    if kind == "shutdown_response":
+        request_id = require(args, "request_id")
+        if args.get("approve") is True:
+            body: ShutdownApproved | ShutdownRejected = ShutdownApproved(
+                request_id=request_id, from_=me, timestamp=now_iso(), pane_id=ctx.pane_id, backend_type=BACKEND_TYPE
+            )
+            ctx.exit_requested = True
+        else:
+            reason = args.get("content") or "No reason given"
+            body = ShutdownRejected(request_id=request_id, from_=me, reason=reason, timestamp=now_iso())
+        messaging.send_body(root, team, me, LEAD_NAME, body)
+        ctx.channel.ring(LEAD_NAME)
+        approved = isinstance(body, ShutdownApproved)
+        return as_json({
+            "success": True,
+            "message": "Shutdown approved. Exiting." if approved else "Shutdown rejected; continuing work.",
+            "request_id": request_id,
+        })
+    if kind == "plan_approval_response":
+        raise ToolFailure("only the team lead answers plan approval requests")
+    raise ToolFailure(f"'type' must be one of {', '.join(MESSAGE_TYPES)}")
+
+
+SEND_MESSAGE = Tool(
+    name="SendMessage",
+    description=(
+        "Send a message to a teammate or the lead (type=message, needs recipient, content, summary), to everyone "
+        "(broadcast), ask a teammate to shut down (shutdown_request), or answer a shutdown request "
+        "(shutdown_response with request_id and approve)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": list(MESSAGE_TYPES)},
+            "recipient": {"type": "string", "description": "Member name, e.g. 'team-lead' or '@worker-1'"},
+            "content": {"type": "string"},
+            "summary": {"type": "string", "description": "5-10 word preview"},
+            "request_id": {"type": "string"},
+            "approve": {"type": "boolean"},
+        },
+        "required": ["type"],
+    },
+    run=_send_message,
+)
+
+
+def _task_view(task: Task) -> dict[str, Any]:
+    import msgspec
+
+    view: dict[str, Any] = msgspec.to_builtins(task)
+    return view
+
+
+def _task_create(ctx: AgentContext, args: dict[str, Any]) -> str:
+    metadata = args.get("metadata")
+    task = _tasks(ctx).create(
+        require(args, "subject"),
+        args.get("description") or "",
+        active_form=args.get("activeForm"),
+        metadata=metadata if isinstance(metadata, dict) else None,
+    )
+    ctx.channel.ring("*")  # idle teammates may claim it
+    return as_json({"task": {"id": task.id, "subject": task.subject}})
+
+
+def _task_get(ctx: AgentContext, args: dict[str, Any]) -> str:
+    return as_json({"task": _task_view(_tasks(ctx).get(str(require(args, "taskId"))))})
+
+
+def _task_list(ctx: AgentContext, args: dict[str, Any]) -> str:
+    tasks = _tasks(ctx).list()
+    return as_json({
+        "tasks": [
+            {"id": t.id, "subject": t.subject, "status": t.status, "owner": t.owner_name or "", "blockedBy": t.blocked_by}
+            for t in tasks
+        ]
+    })
+
+
+def _task_update(ctx: AgentContext, args: dict[str, Any]) -> str:
+    task_id = str(require(args, "taskId"))
+    status = args.get("status")
+    owner = args.get("owner")
+    task = _tasks(ctx).update(
+        task_id,
+        status=status,
+        subject=args.get("subject"),
+        description=args.get("description"),
+        active_form=args.get("activeForm"),
+        owner=owner,
+        add_blocks=args.get("addBlocks"),
+        add_blocked_by=args.get("addBlockedBy"),
+        metadata=args.get("metadata"),
+        by=ctx.name,
+    )
+    if owner and task is not None and task.owner_name and task.owner_name != ctx.name:
+        ctx.channel.ring(task.owner_name)
+    if status in ("completed", "deleted", "pending") or owner == "":
+        ctx.channel.ring("*")  # dependents may be unblocked, or the task is free again
+    if status in ("completed", "deleted"):
+        ctx.completed = (task_id, status)
+        if ctx.current_task == task_id:
+            ctx.current_task = ""
+    fields = sorted(k for k in args if k != "taskId")
+    return as_json({"success": True, "taskId": task_id, "updatedFields": fields})
+
+
+TASK_CREATE = Tool(
+    name="TaskCreate",
+    description="Create a task in the team's shared task list.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "subject": {"type": "string"},
+            "description": {"type": "string"},
+            "activeForm": {"type": "string"},
+            "metadata": {"type": "object"},
+        },
+        "required": ["subject", "description"],
+    },
+    run=_task_create,
+)
+TASK_GET = Tool(
+    name="TaskGet",
+    description="Read one task by id.",
+    input_schema={"type": "object", "properties": {"taskId": {"type": "string"}}, "required": ["taskId"]},
+    run=_task_get,
+    read_only=True,
+)
+TASK_LIST = Tool(
+    name="TaskList",
+    description="List every task with its status, owner and blockers.",
+    input_schema={"type": "object", "properties": {}},
+    run=_task_list,
+    read_only=True,
+)
+TASK_UPDATE = Tool(
+    name="TaskUpdate",
+    description="Update a task: status (pending, in_progress, completed, deleted), owner, dependencies, fields.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "taskId": {"type": "string"},
+            "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]},
+            "subject": {"type": "string"},
+            "description": {"type": "string"},
+            "activeForm": {"type": "string"},
+            "owner": {"type": "string"},
+            "addBlocks": {"type": "array", "items": {"type": "string"}},
+            "addBlockedBy": {"type": "array", "items": {"type": "string"}},
+            "metadata": {"type": "object"},
+        },
+        "required": ["taskId"],
+    },
+    run=_task_update,
+)
+
+
+def team_members(ctx: AgentContext) -> list[str]:
+    return [m.name for m in TeamConfigStore(ctx.identity.root, ctx.identity.team).read().members]

@@ -1,0 +1,121 @@
+"""Start a team's supervisor detached, find it, and wait for it to go."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from ipc.errors import Conflict, NotRunning, SupervisorError
+from ipc.paths import TeamPaths
+
+START_TIMEOUT = 30.0
+
+
+def supervisor_pid(paths: TeamPaths) -> int | None:
+    """The pid of the team's running supervisor, or None. The daemon holds a flock on
+    ``supervisor.lock`` for its whole life, so a stale pid file is never believed."""
+    runtime = paths.runtime_dir()
+    lock = runtime / "supervisor.lock"
+    if not lock.exists():
+        return None
+    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return int((runtime / "supervisor.pid").read_text())
+        except (OSError, ValueError):
+            return -1
+    finally:
+        os.close(fd)
+    return None
+
+
+def start(
+    paths: TeamPaths,
+    *,
+    wake: str = "zmq",
+    fallback_poll: float = 5.0,
+    restart: str = "on-failure",
+    intensity: int = 3,
+    period: float = 30.0,
+    spawn: str = "zygote",
+) -> subprocess.Popen[bytes]:
+    """Start the daemon in its own session, logging to the runtime dir; return once it serves."""
+    running = supervisor_pid(paths)
+    if running is not None:
+        raise Conflict(f"team {paths.team!r} is already up (supervisor pid {running}); 'agentteams down {paths.team}' first")
+    runtime = paths.runtime_dir()
+    read_end, write_end = os.pipe()
+    with open(runtime / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "supervisor.daemon", "--root", str(paths.root), "--team", paths.team,
+                "--wake", wake, "--fallback-poll", str(fallback_poll), "--restart", restart,
+                "--intensity", str(intensity), "--period", str(period), "--spawn", spawn,
+                "--ready-fd", str(write_end),
+            ],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(write_end,),
+        )
+    os.close(write_end)
+    try:
+        line = _read_line(read_end, START_TIMEOUT)
+    finally:
+        os.close(read_end)
+    if line.startswith("ok"):
+        return proc
+    proc.wait(5)
+    detail = line.removeprefix("error ").strip() or f"it exited with {proc.returncode}; see {runtime / 'supervisor.log'}"
+    raise SupervisorError(f"the supervisor of {paths.team!r} did not start: {detail}")
+
+
+def _read_line(fd: int, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+
+
+def wait_gone(pid: int, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> bool:
+    """Wait for ``pid`` to exit (reaping it if it is our child)."""
+    if proc is not None and proc.pid == pid:
+        try:
+            proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        psutil.Process(pid).wait(timeout)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return False
+    return True
+
+
+def log_path(paths: TeamPaths) -> Path:
+    return paths.runtime_dir() / "supervisor.log"
+
+
+def require_running(paths: TeamPaths) -> int:
+    pid = supervisor_pid(paths)
+    if pid is None:
+        raise NotRunning(f"team {paths.team!r} is not up; start it with 'agentteams up {paths.team}'")
+    return pid
