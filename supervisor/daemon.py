@@ -606,9 +606,12 @@ class Supervisor:
         self.ring("*", sender=teammate.name)  # released tasks may be claimable
         self._maybe_finish_down()
 
-    def _forget(self, teammate: Teammate, *, status: str, exit_code: int | None = None, detail: str = "") -> None:
+    def _forget(
+        self, teammate: Teammate, *, status: str, exit_code: int | None = None, detail: str = "",
+        released: list[str] | None = None,
+    ) -> None:
         """A teammate that has terminated leaves the team: member removed, lead told."""
-        released = self.tasks.release_owner(teammate.name)
+        released = (released or []) + self.tasks.release_owner(teammate.name)
         self.config.remove_member(teammate.name)
         end = self.ends.pop(teammate.name, None)
         if end is not None:
@@ -625,7 +628,7 @@ class Supervisor:
         status = "killed" if code < 0 else "failed"
         if delay is None and self.policy.mode == "never":
             teammate.to(S.EXITED)
-            self._forget(teammate, status=status, exit_code=code, detail="restart policy: never")
+            self._forget(teammate, status=status, exit_code=code, detail="restart policy: never", released=released)
             return
         self._event(teammate, status, code, released, restarting=delay is not None)
         for waiter in self.stop_waiters.pop(teammate.name, []):

@@ -1,0 +1,81 @@
+"""Helpers for tests that start real supervisors and teammates."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from supervisor import Team
+
+
+def team_pids(team: Team) -> list[int]:
+    """Every pid of the team's tree right now: supervisor, zygote, teammates, their tools."""
+    tree = team.ps()
+    pids = []
+    for key in ("supervisor", "zygote"):
+        if tree.get(key):
+            pids.append(tree[key]["pid"])
+    for mate in tree["teammates"]:
+        if mate["pid"]:
+            pids.append(mate["pid"])
+        pids.extend(c["pid"] for c in mate["children"])
+    return pids
+
+
+def alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+@contextlib.contextmanager
+def running_team(root: Path, name: str = "t", **up: Any) -> Iterator[Team]:
+    """A created, started team; on exit it is brought down and nothing of it may survive."""
+    team = Team.create(name, root=root, cwd=str(root))
+    team.up(**up)
+    seen: set[int] = set()
+    try:
+        yield team
+        with contextlib.suppress(Exception):
+            seen.update(team_pids(team))
+    finally:
+        with contextlib.suppress(Exception):
+            seen.update(team_pids(team))
+        team.down(grace=2)
+        leftover = wait_for_gone(seen)
+        for pid in leftover:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert not leftover, f"processes left running: {leftover}"
+
+
+def wait_for_gone(pids: set[int], timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = alive(sorted(pids))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
