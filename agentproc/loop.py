@@ -19,7 +19,7 @@ from agentproc.context import AgentContext
 from agentproc.identity import Identity
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
 from agentproc.tools import ToolBox, toolbox_for
-from ipc import messaging
+from ipc import messaging, probe
 from ipc.clock import now_iso
 from ipc.mailbox import Mailbox
 from ipc.paths import request_epoch_ms
@@ -88,6 +88,10 @@ class AgentLoop:
             message = self.mailbox.take(select)
             if message is None:
                 break
+            sent_ns = probe.sent_ns_of(message.text)
+            if sent_ns is not None:  # a latency probe: record the hand-off, no turn
+                probe.record(self.mailbox.paths, self.identity.name, sent_ns)
+                continue
             body = parse_body(message.text)
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info("%s: ignoring stale %s (before this incarnation)", self.identity.name, body.request_id)

@@ -80,3 +80,48 @@ def team_tree(team: Team) -> dict[str, Any]:
             entry["children"] = children(mate["pid"])
         tree["teammates"].append(entry)
     return tree
+
+
+def claude_code_processes(root: str | None, team: str | None = None) -> list[dict[str, Any]]:
+    """Real Claude Code teammates: processes whose command line carries ``--agent-id NAME@TEAM``,
+    matched against that team's config under ``root`` (e.g. ``--root ~/.claude``)."""
+    from ipc.config import TeamConfigStore
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if "--agent-id" not in cmdline:
+            continue
+        index = cmdline.index("--agent-id")
+        if index + 1 >= len(cmdline) or "@" not in cmdline[index + 1]:
+            continue
+        agent_id = cmdline[index + 1]
+        name, _, team_name = agent_id.partition("@")
+        if team and team_name != team:
+            continue
+        try:
+            member = TeamConfigStore(root, team_name).read().member(name) is not None
+        except AgentTeamsError:
+            member = False
+        found.append({"pid": proc.info["pid"], "agent_id": agent_id, "team": team_name, "member": member})
+    return found
+
+
+def print_tree(tree: dict[str, Any]) -> None:
+    sup = tree.get("supervisor")
+    if sup is None:
+        print(f"{tree['team']}: not up")
+        return
+    print(f"{tree['team']}: supervisor {sup['pid']}  cpu {sup['cpu_percent']:.0f}%  rss {sup['rss'] // 2**20} MiB  up {sup['uptime']:.0f}s  wake {tree.get('wake')}")
+    if tree.get("zygote"):
+        print(f"├─ zygote {tree['zygote']['pid']}  uss {(tree['zygote'].get('uss') or 0) // 2**20} MiB")
+    for mate in tree["teammates"]:
+        proc = mate.get("process") or {}
+        task = mate.get("task")
+        print(
+            f"├─ {mate['name']:<14} {mate['pid'] or '-':>7}  {mate['state']:<8} cpu {proc.get('cpu_percent', 0):>3.0f}%  "
+            f"rss {(proc.get('rss') or 0) // 2**20:>3} MiB  uss {(proc.get('uss') or 0) // 2**20:>3} MiB  "
+            f"up {proc.get('uptime', 0):>5.0f}s  unread {mate['unread']}  " + (f"#{task['id']} {task['subject']}" if task else "")
+        )
+        for child in mate["children"]:
+            print(f"│   └─ {child['pid']:>7}  {child['cmdline'][:80]}")

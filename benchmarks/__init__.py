@@ -1,0 +1,1 @@
+"""The agentteams benchmark suite: `agentteams bench` / `make bench`."""
