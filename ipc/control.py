@@ -118,7 +118,11 @@ def bind_router(ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path) -> zmq.S
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_REQUEST_BYTES)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-    sock.bind(f"ipc://{path}")
+    try:
+        sock.bind(f"ipc://{path}")
+    except zmq.ZMQError as exc:
+        sock.close(0)
+        raise SupervisorError(f"cannot bind the control socket at {path}: {exc}") from exc
     os.chmod(path, 0o600)
     return sock
 

@@ -17,6 +17,8 @@ from ipc.clock import now_ms
 from ipc.errors import InvalidInput, UnsafeRuntimeDir
 
 MAX_NAME_LENGTH = 64
+# sun_path holds 107 bytes; leave room for "/w-{12 hex}.sock" and "ipc://" is not counted.
+MAX_RUNTIME_PATH = 80
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -148,7 +150,11 @@ class TeamPaths:
         # One per (root, team): two roots may hold teams of the same name. Hashed to keep
         # ipc:// socket paths under the 107-byte sun_path limit.
         digest = hashlib.sha256(f"{self.root}\0{self.team}".encode()).hexdigest()[:12]
-        return ensure_private_dir(runtime_base() / f"{self.team[:24]}-{digest}")
+        leaf = f"{self.team[:24]}-{digest}"
+        base = runtime_base()
+        if len(str(base / leaf)) > MAX_RUNTIME_PATH:
+            base = ensure_private_dir(Path(f"/tmp/agentteams-{os.getuid()}"))
+        return ensure_private_dir(base / leaf)
 
 
 def runtime_base() -> Path:

@@ -7,6 +7,7 @@ inbox on a slow fallback poll. All ZeroMQ detail stays in this module and ``ipc.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Literal
@@ -14,7 +15,7 @@ from typing import Literal
 import msgspec
 import zmq
 
-from ipc.errors import InvalidInput
+from ipc.errors import InvalidInput, StorageError
 
 MAX_FRAME_BYTES = 64 * 1024
 DEFAULT_FALLBACK_POLL = 5.0
@@ -71,8 +72,13 @@ def decode(data: bytes) -> Frame:
         raise InvalidInput(f"malformed wake frame: {exc}") from exc
 
 
+def socket_path(runtime_dir: Path, agent: str) -> Path:
+    # Hashed: agent names may be 64 characters, and sun_path holds only 107 bytes.
+    return runtime_dir / f"w-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"
+
+
 def endpoint(runtime_dir: Path, agent: str) -> str:
-    return f"ipc://{runtime_dir / ('w-' + agent + '.sock')}"
+    return f"ipc://{socket_path(runtime_dir, agent)}"
 
 
 def _pair(ctx: zmq.Context[zmq.Socket[bytes]]) -> zmq.Socket[bytes]:
@@ -87,9 +93,13 @@ class SupervisorEnd:
 
     def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path, agent: str) -> None:
         self.agent = agent
-        self.path = runtime_dir / f"w-{agent}.sock"
+        self.path = socket_path(runtime_dir, agent)
         self.socket = _pair(ctx)
-        self.socket.bind(endpoint(runtime_dir, agent))
+        try:
+            self.socket.bind(endpoint(runtime_dir, agent))
+        except zmq.ZMQError as exc:
+            self.socket.close(0)
+            raise StorageError(f"cannot bind the wake socket of {agent} at {self.path}: {exc}") from exc
         os.chmod(self.path, 0o600)
 
     def send(self, frame: Frame) -> bool:

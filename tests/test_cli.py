@@ -1,0 +1,174 @@
+"""The command line as a person or a script meets it: real subprocesses, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_helpers import alive, wait_for, wait_for_gone
+
+
+def cli(root: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", *args, "--root", str(root)],
+        capture_output=True, text=True, timeout=120, cwd=str(root),
+    )
+    if ok:
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode != 0, result.stdout
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, f"not one line: {result.stderr!r}"
+        assert "Traceback" not in result.stderr
+    return result
+
+
+def jcli(root: Path, *args: str) -> Any:
+    return json.loads(cli(root, *args, "--json").stdout)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+
+
+@pytest.fixture
+def demo(root: Path) -> Path:
+    cli(root, "team", "create", "demo", "--description", "cli test")
+    return root
+
+
+def test_team_create_list_delete(root: Path) -> None:
+    created = jcli(root, "team", "create", "My Team")
+    assert created["name"] == "my-team" and created["members"][0]["name"] == "team-lead"
+    assert [t["name"] for t in jcli(root, "team", "list")] == ["my-team"]
+    cli(root, "team", "delete", "my-team")
+    assert jcli(root, "team", "list") == []
+
+
+def test_unknown_team_is_one_line_and_changes_nothing(root: Path) -> None:
+    before = snapshot(root)
+    for args in (("inbox", "ghost", "alice"), ("task", "list", "ghost"), ("up", "ghost"), ("send", "ghost", "a", "x", "--summary", "s")):
+        err = cli(root, *args, ok=False).stderr
+        assert "team 'ghost' does not exist" in err
+    assert snapshot(root) == before
+
+
+def test_unknown_member_and_non_member_recipient(demo: Path) -> None:
+    before = snapshot(demo)
+    err = cli(demo, "inbox", "demo", "mallory", ok=False).stderr
+    assert "members: team-lead" in err
+    err = cli(demo, "send", "demo", "mallory", "hello", "--summary", "hi", ok=False).stderr
+    assert "'mallory' is not a member" in err and "members: team-lead" in err
+    assert not (demo / "teams" / "demo" / "inboxes" / "mallory.json").exists()
+    assert snapshot(demo) == before
+
+
+def test_unknown_task_and_dependency_cycle(demo: Path) -> None:
+    cli(demo, "task", "create", "demo", "first")
+    cli(demo, "task", "create", "demo", "second", "--blocked-by", "1")
+    before = snapshot(demo)
+    assert "task #99 does not exist" in cli(demo, "task", "get", "demo", "99", ok=False).stderr
+    assert "cycle" in cli(demo, "task", "update", "demo", "1", "--add-blocked-by", "2", ok=False).stderr
+    assert "does not exist" in cli(demo, "task", "create", "demo", "third", "--blocked-by", "42", ok=False).stderr
+    assert "not a task number" in cli(demo, "task", "get", "demo", "../x", ok=False).stderr
+    assert snapshot(demo) == before
+
+
+def test_task_commands(demo: Path) -> None:
+    subprocess.run([sys.executable, "-c", "from ipc import TeamConfigStore; import sys; TeamConfigStore(sys.argv[1], 'demo').add_member('alice')", str(demo)], check=True)
+    task = jcli(demo, "task", "create", "demo", "Write it", "--description", "d", "--command", "echo hi")
+    assert task == {"id": "1", "subject": "Write it", "description": "d", "status": "pending", "blocks": [], "blockedBy": [], "metadata": {"command": "echo hi"}}
+    assert jcli(demo, "task", "claim", "demo", "1", "alice")["success"] is True
+    assert "already_claimed" in cli(demo, "task", "claim", "demo", "1", "team-lead", ok=False).stderr
+    assert jcli(demo, "task", "update", "demo", "1", "--status", "completed")["status"] == "completed"
+    assert [t["id"] for t in jcli(demo, "task", "list", "demo")] == ["1"]
+    cli(demo, "task", "delete", "demo", "1")
+    assert jcli(demo, "task", "list", "demo") == []
+
+
+def test_usage_errors_are_one_line(root: Path) -> None:
+    err = cli(root, "send", "demo", ok=False).stderr
+    assert err.startswith("agentteams: error:")
+
+
+def test_invalid_toml_names_the_line(root: Path) -> None:
+    bad = root / "bad.toml"
+    bad.write_text('[team]\nname = "x"\n[[teammates]\nname = 1\n')
+    err = cli(root, "run", str(bad), ok=False).stderr
+    assert "invalid TOML" in err and "line 3" in err
+    wrong = root / "wrong.toml"
+    wrong.write_text('[team]\nname = "x"\n[[teammates]]\nname = 1\n')
+    err = cli(root, "run", str(wrong), ok=False).stderr
+    assert "$.teammates[0].name" in err
+    assert not (root / "teams").exists()
+
+
+def test_scenario_cycle_is_refused_before_anything_is_written(root: Path) -> None:
+    cyc = root / "cycle.toml"
+    cyc.write_text(
+        '[team]\nname = "cyc"\n[[teammates]]\nname = "w"\n'
+        '[[tasks]]\nkey = "a"\nsubject = "A"\nblocked_by = ["b"]\n'
+        '[[tasks]]\nkey = "b"\nsubject = "B"\nblocked_by = ["a"]\n'
+    )
+    err = cli(root, "run", str(cyc), ok=False).stderr
+    assert "cycle" in err and "a -> b -> a" in err
+    assert not (root / "teams").exists()
+
+
+def test_run_the_documented_example(root: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "pipeline.toml"
+    result = jcli(root, "run", str(example))
+    assert result["tasks_completed"] == result["tasks_total"] > 0 and result["tasks_failed"] == []
+
+
+def test_a_whole_session_and_ps_parentage(demo: Path) -> None:
+    cli(demo, "up", "demo")
+    try:
+        spawned = jcli(demo, "spawn", "demo", "alice", "--prompt", "Work.")
+        assert spawned["name"] == "alice" and spawned["color"] == "blue"
+        assert jcli(demo, "spawn", "demo", "alice", "--prompt", "Work.")["name"] == "alice-2"
+        cli(demo, "task", "create", "demo", "busy", "--command", "sleep 30")
+        tree = wait_for(lambda: (t := jcli(demo, "ps", "demo")["teams"][0]) and any(m["children"] for m in t["teammates"]) and t)
+        sup = tree["supervisor"]["pid"]
+        assert tree["zygote"]["ppid"] == sup
+        busy = next(m for m in tree["teammates"] if m["children"])
+        assert busy["process"]["ppid"] == sup and busy["task"]["subject"] == "busy"
+        assert any(c["ppid"] == busy["pid"] and "sleep 30" in c["cmdline"] for c in busy["children"])
+        idle = next(m for m in tree["teammates"] if not m["children"])
+        response = jcli(demo, "send", "demo", idle["name"], "hello there", "--summary", "greeting")
+        assert response["routing"]["target"] == f"@{idle['name']}"
+        wait_for(lambda: jcli(demo, "inbox", "demo", "team-lead", "--unread"))
+        broadcast = jcli(demo, "send", "demo", "*", "all hands", "--summary", "all")
+        assert sorted(broadcast["recipients"]) == ["alice", "alice-2"]
+        assert jcli(demo, "shutdown", "demo", idle["name"])["stopped"] is True
+        err = cli(demo, "shutdown", "demo", "ghost", ok=False).stderr
+        assert "teammates:" in err
+        assert "is already up" in cli(demo, "up", "demo", ok=False).stderr
+        pids = {busy["pid"], *(c["pid"] for c in busy["children"]), sup, tree["zygote"]["pid"]}
+    finally:
+        cli(demo, "down", "demo")
+    assert wait_for_gone(pids) == []
+    assert "not up" in cli(demo, "status", "demo", ok=False).stderr
+
+
+def test_demo_end_to_end(root: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", "demo", "--json", "--root", str(root)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["tasks_completed"] == summary["tasks_total"] == 20
+    assert summary["left_running"] == []
+    assert summary["send_to_wake_ms"]["n"] == 60
+    peak = summary["peak_process_tree"]
+    pids = [m["pid"] for m in peak["teammates"]] + [peak["supervisor"]["pid"]]
+    assert len(peak["teammates"]) == 4 and alive(pids) == []
+    report = Path(summary["report"]).read_text()
+    assert "| total | 200000 |" in report
+    assert os.path.exists(summary["output"])
