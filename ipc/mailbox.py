@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -47,16 +46,62 @@ def archive_threshold() -> int:
     return int(os.environ.get("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "200"))
 
 
-@dataclass
 class _Entries:
-    """The inbox as stored: raw entries, and the decoded good ones with their raw index."""
+    """The inbox as stored: raw entries, decoded only when someone needs the messages, so an
+    append to a long inbox costs a JSON scan, not a decode of every message."""
 
-    raw: list[msgspec.Raw]
-    good: list[tuple[int, InboxMessage]] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)
+    def __init__(self, path: Path, raw: list[msgspec.Raw]) -> None:
+        self.path = path
+        self.raw = raw
+        self._good: list[tuple[int, InboxMessage]] | None = None
+        self._skipped: list[int] = []
+
+    def _decode(self) -> None:
+        self._good, self._skipped = [], []
+        for i, item in enumerate(self.raw):
+            try:
+                self._good.append((i, _message.decode(item)))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                self._skipped.append(i)
+                log.warning("%s: entry %d is not a message (%s); skipped, kept in the file", self.path, i, exc)
+
+    @property
+    def good(self) -> list[tuple[int, InboxMessage]]:
+        """(raw index, message) of every entry that decodes."""
+        if self._good is None:
+            self._decode()
+        assert self._good is not None
+        return self._good
+
+    @property
+    def skipped(self) -> list[int]:
+        self.good  # noqa: B018 - decoding fills the list
+        return self._skipped
 
     def messages(self) -> list[InboxMessage]:
         return [m for _, m in self.good]
+
+    def append(self, message: InboxMessage) -> None:
+        self.raw.append(msgspec.Raw(_encoder.encode(message)))
+        if self._good is not None:
+            self._good.append((len(self.raw) - 1, message))
+
+    def replace(self, position: int, message: InboxMessage) -> None:
+        """Replace the message at ``position`` of :attr:`good`."""
+        raw_index, _ = self.good[position]
+        self.raw[raw_index] = msgspec.Raw(_encoder.encode(message))
+        self.good[position] = (raw_index, message)
+
+    def keep_only(self, keep: list[int]) -> None:
+        """Keep the raw entries at the given indices (in order)."""
+        remap = {old: new for new, old in enumerate(keep)}
+        self.raw = [self.raw[i] for i in keep]
+        if self._good is not None:
+            self._good = [(remap[i], m) for i, m in self._good if i in remap]
+            self._skipped = [remap[i] for i in self._skipped if i in remap]
+
+    def clear(self) -> None:
+        self.raw, self._good, self._skipped = [], [], []
 
 
 def _parse(path: Path, data: bytes) -> _Entries:
@@ -64,14 +109,7 @@ def _parse(path: Path, data: bytes) -> _Entries:
         raw = _raw_list.decode(data) if data.strip() else []
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptFile(path, f"not a JSON array of messages ({exc})") from exc
-    entries = _Entries(raw=raw)
-    for i, item in enumerate(raw):
-        try:
-            entries.good.append((i, _message.decode(item)))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            entries.skipped.append(i)
-            log.warning("%s: entry %d is not a message (%s); skipped, kept in the file", path, i, exc)
-    return entries
+    return _Entries(path, raw)
 
 
 class Mailbox:
@@ -89,7 +127,7 @@ class Mailbox:
 
     def _load(self) -> _Entries:
         data = read_bytes(self.path)
-        return _Entries(raw=[]) if data is None else _parse(self.path, data)
+        return _Entries(self.path, []) if data is None else _parse(self.path, data)
 
     def read(self) -> list[InboxMessage]:
         """Every message in the inbox, oldest first; undecodable entries are skipped."""
@@ -121,30 +159,29 @@ class Mailbox:
         with locked(self.path):
             data = read_bytes(self.path)
             try:
-                entries = _Entries(raw=[]) if data is None else _parse(self.path, data)
+                entries = _Entries(self.path, []) if data is None else _parse(self.path, data)
             except CorruptFile as exc:
                 # Keep the bad bytes beside the inbox and start afresh: one torn file must
                 # not stop the team. A person can inspect the quarantined copy.
                 kept = quarantine(self.path)
                 log.error("%s; moved to %s, inbox restarted empty", exc.message, kept)
-                entries = _Entries(raw=[])
+                entries = _Entries(self.path, [])
             if change(entries):
                 self._archive_if_long(entries)
                 atomic_write(self.path, msgspec.json.format(_encoder.encode(entries.raw), indent=2) + b"\n")
 
     def _archive_if_long(self, entries: _Entries) -> None:
+        threshold = archive_threshold()
+        if len(entries.raw) <= threshold:
+            return  # cheap check first: no decode on the common path
         read_positions = {i for i, m in entries.good if m.read}
-        if len(read_positions) <= archive_threshold():
+        if len(read_positions) <= threshold:
             return
         # Archive first, then rewrite the inbox: a crash between the two can duplicate a
         # line in the archive but can never lose a message.
         lines = b"".join(_encoder.encode(m) + b"\n" for i, m in entries.good if i in read_positions)
         append_line(self.paths.inbox_archive(self.agent), lines.rstrip(b"\n"))
-        keep = [i for i in range(len(entries.raw)) if i not in read_positions]
-        entries.raw = [entries.raw[i] for i in keep]
-        remap = {old: new for new, old in enumerate(keep)}
-        entries.good = [(remap[i], m) for i, m in entries.good if i in remap]
-        entries.skipped = [remap[i] for i in entries.skipped]
+        entries.keep_only([i for i in range(len(entries.raw)) if i not in read_positions])
 
     def create(self) -> None:
         """Create an empty inbox if there is none."""
@@ -157,7 +194,7 @@ class Mailbox:
             )
 
         def add(entries: _Entries) -> bool:
-            entries.raw.append(msgspec.Raw(_encoder.encode(message)))
+            entries.append(message)
             return True
 
         self._mutate(add)
@@ -186,12 +223,11 @@ class Mailbox:
     def _mark(self, entries: _Entries, positions: Sequence[int]) -> list[InboxMessage]:
         marked: list[InboxMessage] = []
         for pos in positions:
-            raw_index, message = entries.good[pos]
+            message = entries.good[pos][1]
             if message.read:
                 continue
             updated = msgspec.structs.replace(message, read=True)
-            entries.raw[raw_index] = msgspec.Raw(_encoder.encode(updated))
-            entries.good[pos] = (raw_index, updated)
+            entries.replace(pos, updated)
             marked.append(updated)
         return marked
 
@@ -245,7 +281,7 @@ class Mailbox:
         """Empty the inbox (the archive is left alone)."""
 
         def change(entries: _Entries) -> bool:
-            entries.raw = []
+            entries.clear()
             return True
 
         self._mutate(change)

@@ -97,6 +97,7 @@ class TeamPaths:
     def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
         self.root = resolve_root(root)
         self.team = normalise_team_name(team)
+        self._runtime: Path | None = None
 
     @property
     def team_dir(self) -> Path:
@@ -146,7 +147,13 @@ class TeamPaths:
         return self.tasks_dir / ".highwatermark"
 
     def runtime_dir(self) -> Path:
-        """This team's private runtime directory (sockets, pid file, log)."""
+        """This team's private runtime directory (sockets, pid file, log); checked once per
+        TeamPaths object, since a hot path (every wake) asks for it."""
+        if self._runtime is None:
+            self._runtime = self._make_runtime_dir()
+        return self._runtime
+
+    def _make_runtime_dir(self) -> Path:
         # One per (root, team): two roots may hold teams of the same name. Hashed to keep
         # ipc:// socket paths under the 107-byte sun_path limit.
         digest = hashlib.sha256(f"{self.root}\0{self.team}".encode()).hexdigest()[:12]
