@@ -44,11 +44,15 @@ def run_dag(root: Path, wake: str) -> None:
         for tid, blockers in deps.items():
             for b in blockers:
                 assert position[b] < position[tid], f"#{tid} ran before its blocker #{b}"
-        lead = team.inbox("team-lead").read()
+        lead = team.inbox("team-lead").history()
         reports = [m for m in lead if m.text.startswith("Completed task #")]
         assert len(reports) == 20 and {m.from_ for m in reports} <= set(names)
-        idles = [b for m in lead if isinstance(b := parse_body(m.text), IdleNotification)]
-        assert {b.completed_task_id for b in idles if b.completed_task_id} == {str(i) for i in range(1, 21)}
+
+        def completed_in_idle_notifications() -> bool:
+            idles = [b for m in team.inbox("team-lead").history() if isinstance(b := parse_body(m.text), IdleNotification)]
+            return {b.completed_task_id for b in idles if b.completed_task_id} == {str(i) for i in range(1, 21)}
+
+        wait_for(completed_in_idle_notifications, timeout=10)
         tree = team.ps()
         pids = {m["pid"] for m in tree["teammates"]} | {c["pid"] for m in tree["teammates"] for c in m["children"]}
         for name in names:
