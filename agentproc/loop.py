@@ -77,21 +77,20 @@ class AgentLoop:
         if self.user_queue:
             text = self.user_queue.popleft()
             return Turn(kind="user", text=text, sender=LEAD_NAME, content=text)
-        chosen: list[int] = []  # the index take() picked: 0 is the spawn prompt
-
-        def select(messages: list[InboxMessage]) -> int | None:
+        while True:
+            messages = self.mailbox.read()
             index = choose_message(messages)
-            chosen.append(-1 if index is None else index)
-            return index
-
-        while any(not m.read for m in self.mailbox.read()):
-            message = self.mailbox.take(select)
-            if message is None:
+            if index is None:
                 break
+            message = messages[index]
+            # The hand-off is the read; the message is marked read right after it, before the
+            # turn runs. A crash in between redelivers it: at least once, never lost.
             sent_ns = probe.sent_ns_of(message.text)
-            if sent_ns is not None:  # a latency probe: record the hand-off, no turn
+            if sent_ns is not None:
                 probe.record(self.mailbox.paths, self.identity.name, sent_ns)
-                continue
+            self.mailbox.mark_read_matching(message)
+            if sent_ns is not None:
+                continue  # a latency probe: recorded, no turn
             body = parse_body(message.text)
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info("%s: ignoring stale %s (before this incarnation)", self.identity.name, body.request_id)
@@ -105,7 +104,7 @@ class AgentLoop:
                 body=body,
                 task_id=body.task_id if isinstance(body, TaskAssignment) else "",
                 content=message.text,
-                is_prompt=chosen[-1] == 0 and message.from_ == LEAD_NAME,
+                is_prompt=index == 0 and message.from_ == LEAD_NAME,
             )
         task = self.tasks.claim_next(self.identity.name)
         if task is not None:

@@ -146,6 +146,14 @@ class ControlClient:
     def new_id(self) -> str:
         return f"{os.getpid()}-{next(_ids)}"
 
+    def notify(self, request: Request) -> None:
+        """Send without waiting: for doorbells, whose reply nobody needs. A reply that comes
+        back anyway is skipped by the next :meth:`call`, which matches ids."""
+        try:
+            self.socket.send(encode(request), zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass  # the doorbell could not ring: the recipient's fallback poll finds the message
+
     def call(self, request: Request, timeout: float = 30.0) -> Any:
         """Send and wait for the reply with the same id; raises SupervisorError on an error reply."""
         self.socket.send(encode(request))

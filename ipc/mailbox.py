@@ -206,10 +206,14 @@ class Mailbox:
         text: str,
         summary: str | UnsetType | None = UNSET,
         color: str | UnsetType | None = UNSET,
+        *,
+        member_checked: bool = False,
     ) -> InboxMessage:
         """Append an unread message and return it as stored. Requires the team to exist and
-        ``agent`` to be a member: an inbox is never created for a stranger."""
-        TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
+        ``agent`` to be a member (``member_checked``: the caller has just verified it): an
+        inbox is never created for a stranger."""
+        if not member_checked:
+            TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
         message = InboxMessage(
             from_=sender,
             text=text,
@@ -255,6 +259,20 @@ class Mailbox:
 
         self._mutate(change)
         return marked
+
+    def mark_read_matching(self, message: InboxMessage) -> InboxMessage | None:
+        """Mark the first unread message equal to ``message`` (as returned by :meth:`read`)."""
+        found: list[InboxMessage] = []
+
+        def change(entries: _Entries) -> bool:
+            for position, (_, candidate) in enumerate(entries.good):
+                if candidate == message:
+                    found.extend(self._mark(entries, [position]))
+                    return bool(found)
+            return False
+
+        self._mutate(change)
+        return found[0] if found else None
 
     def mark_all_read(self) -> list[InboxMessage]:
         return self.mark_read_where(lambda _: True)

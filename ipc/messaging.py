@@ -35,7 +35,7 @@ def send_message(
     target = TeamConfigStore(root, team).require_member(name)
     if name == sender:
         raise InvalidInput(f"{sender} cannot send a message to itself; pick another member")
-    Mailbox(root, team, name).append(sender=sender, text=content, summary=summary, color=color)
+    Mailbox(root, team, name).append(sender=sender, text=content, summary=summary, color=color, member_checked=True)
     routing: dict[str, Any] = {"sender": sender, "target": f"@{name}"}
     if isinstance(target.color, str):
         routing["targetColor"] = target.color
@@ -52,7 +52,7 @@ def broadcast(
     config = TeamConfigStore(root, team).read()
     recipients = [m.name for m in config.members if m.name != sender]
     for name in recipients:
-        Mailbox(root, team, name).append(sender=sender, text=content, summary=summary, color=color)
+        Mailbox(root, team, name).append(sender=sender, text=content, summary=summary, color=color, member_checked=True)
     return {
         "success": True,
         "message": f"Message broadcast to {len(recipients)} teammate(s): {', '.join(recipients)}",

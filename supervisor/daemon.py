@@ -135,6 +135,7 @@ class Supervisor:
         self.done = False
         self.terminate = False
         self.started = time.time()
+        self._next_lead_check = 0.0
 
     # ------------------------------------------------------------ start-up
 
@@ -211,9 +212,12 @@ class Supervisor:
             if not timer.cancelled:
                 timer.action()
 
+    @property
+    def _lead_poll(self) -> float:
+        return wake.POLL_INTERVAL if self.wake_mode == "poll" else self.fallback_poll
+
     def _poll_timeout_ms(self) -> int:
-        lead_poll = wake.POLL_INTERVAL if self.wake_mode == "poll" else self.fallback_poll
-        wait = lead_poll
+        wait = max(0.0, self._next_lead_check - time.monotonic())
         if self.timers:
             wait = min(wait, max(0.0, self.timers[0].when - time.monotonic()))
         return int(wait * 1000) + (1 if wait > 0 else 0)
@@ -235,8 +239,8 @@ class Supervisor:
             if self.terminate and self.down_waiter is None:
                 self._begin_down(None, grace=5.0)
             self._run_timers()
-            if not events:
-                self._check_lead_inbox()  # the fallback poll
+            if time.monotonic() >= self._next_lead_check:
+                self._check_lead_inbox()  # the fallback poll: due however busy the sockets are
         self._cleanup()
 
     def _cleanup(self) -> None:
@@ -470,6 +474,7 @@ class Supervisor:
 
     def _check_lead_inbox(self) -> None:
         """Handle the protocol messages addressed to the lead; plain text stays for the person."""
+        self._next_lead_check = time.monotonic() + self._lead_poll
         handled = (IdleNotification, ShutdownApproved, ShutdownRejected)
         if not any(not m.read and isinstance(parse_body(m.text), handled) for m in self.lead_inbox.read()):
             return
@@ -481,6 +486,10 @@ class Supervisor:
                 continue
             if isinstance(body, IdleNotification):
                 self._set_active(teammate.name, False)
+                # In poll mode there is no PAIR to report states: the notification is the news.
+                if teammate.state in (S.STARTING, S.RUNNING):
+                    teammate.to(S.IDLE)
+                    teammate.current_task = ""
             elif isinstance(body, ShutdownApproved) and teammate.alive and teammate.state != S.STOPPING:
                 if body.request_id.startswith("shutdown-") and body.request_id == teammate.shutdown_request_id:
                     teammate.to(S.STOPPING)

@@ -142,14 +142,15 @@ class Team:
         return result
 
     def wake(self, name: str) -> None:
-        """Ring a member's doorbell if the team is up (a no-op otherwise: the fallback poll or
-        the next start-up reads the inbox)."""
-        if launcher.supervisor_pid(self.paths) is None:
-            return
-        try:
-            self._call(control.WakeAgent(id=self._id(), name=name), timeout=5)
-        except (NotRunning, SupervisorError):
-            pass
+        """Ring a member's doorbell, without waiting for an answer. Nothing is lost if the team
+        is down or the ring is dropped: the fallback poll or the next start-up reads the inbox.
+        It is on the hot path of every send, so it neither probes the pid lock nor blocks."""
+        if self._client is None:
+            try:
+                self._client = control.ControlClient(self.paths.runtime_dir())
+            except NotRunning:
+                return
+        self._client.notify(control.WakeAgent(id=self._id(), name=name))
 
     def shutdown(self, name: str, force: bool = False, grace: float = 10.0, reason: str = "") -> dict[str, Any]:
         """Ask a teammate to shut down; with ``force``, stop it regardless after ``grace``."""

@@ -1,0 +1,157 @@
+"""Send → the recipient's loop has the message, across processes, zmq against poll, with
+the physical floors (in-process queue, AF_UNIX datagram, bare ZeroMQ PAIR) in one table."""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import threading
+import time
+from typing import Any
+
+import zmq
+
+from benchmarks.common import env, percentiles, prefill, scratch, team_of
+from ipc import probe
+
+SPACED = 0.010  # the pause before each send in spaced-out traffic
+
+
+def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) -> dict[str, Any]:
+    archive = "1000000" if inbox >= 1000 else "200"  # keep a long inbox long for the measurement
+    with scratch() as root, env(AGENTTEAMS_INBOX_ARCHIVE_AFTER=archive), team_of(root, teammates, wake=wake) as (team, names):
+        target = names[0]
+        prefill(team, target, inbox)
+        team.send(target, probe.probe_text(), summary="warm-up")
+        time.sleep(0.6 if wake == "poll" else 0.05)
+        before = len(probe.records(team.paths))
+        for _ in range(samples):
+            team.send(target, probe.probe_text(), summary="latency probe")
+            if pause:
+                time.sleep(pause)
+        deadline = time.monotonic() + 15
+        while len(probe.records(team.paths)) < before + samples and time.monotonic() < deadline:
+            time.sleep(0.05)
+        values = [r.latency_ms for r in probe.records(team.paths)[before:]]
+    row: dict[str, Any] = {"path": "agentteams", "wake": wake, "teammates": teammates, "traffic": "spaced" if pause else "continuous",
+           "inbox": inbox, **percentiles(values)}
+    row["lost"] = samples - len(values)
+    row["values"] = values
+    return row
+
+
+def floor_queue(samples: int, pause: float) -> list[float]:
+    q: queue.Queue[int] = queue.Queue()
+    out: list[float] = []
+
+    def consumer() -> None:
+        for _ in range(samples):
+            sent = q.get()
+            out.append((time.perf_counter_ns() - sent) / 1e6)
+
+    thread = threading.Thread(target=consumer)
+    thread.start()
+    for _ in range(samples):
+        q.put(time.perf_counter_ns())
+        if pause:
+            time.sleep(pause)
+    thread.join()
+    return out
+
+
+def floor_unix_dgram(samples: int, pause: float) -> list[float]:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        for _ in range(samples):
+            b.send(b.recv(64))
+        os._exit(0)
+    b.close()
+    out = []
+    for _ in range(samples):
+        t0 = time.perf_counter_ns()
+        a.send(b"x")
+        a.recv(64)
+        out.append((time.perf_counter_ns() - t0) / 2e6)  # one way
+        if pause:
+            time.sleep(pause)
+    os.waitpid(pid, 0)
+    a.close()
+    return out
+
+
+def floor_zmq_pair(samples: int, pause: float) -> list[float]:
+    with scratch() as root:
+        endpoint = f"ipc://{root}/pair.sock"
+        pid = os.fork()  # before any context exists in this process
+        if pid == 0:
+            ctx = zmq.Context()
+            sock = ctx.socket(zmq.PAIR)
+            sock.bind(endpoint)
+            for _ in range(samples + 1):
+                sock.send(sock.recv())
+            sock.close(0)
+            ctx.term()
+            os._exit(0)
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.PAIR)
+        sock.connect(endpoint)
+        sock.send(b"warm")
+        sock.recv()
+        out = []
+        for _ in range(samples):
+            t0 = time.perf_counter_ns()
+            sock.send(b"x")
+            sock.recv()
+            out.append((time.perf_counter_ns() - t0) / 2e6)
+            if pause:
+                time.sleep(pause)
+        sock.close(0)
+        ctx.term()
+        os.waitpid(pid, 0)
+    return out
+
+
+def run(quick: bool) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    n_floor = 200 if quick else 2000
+    for label, fn in (("in-process queue", floor_queue), ("AF_UNIX datagram", floor_unix_dgram), ("bare ZeroMQ PAIR", floor_zmq_pair)):
+        for pause in (0.0, SPACED):
+            values = fn(n_floor if not pause else n_floor // 10, pause)
+            rows.append({"path": f"floor: {label}", "wake": "-", "teammates": 0, "traffic": "spaced" if pause else "continuous",
+                         "inbox": 0, **percentiles(values), "lost": 0, "values": values})
+    if quick:
+        plan = [(1, "zmq", SPACED, 10, 40), (4, "zmq", SPACED, 10, 40), (1, "zmq", 0.0, 10, 40), (1, "poll", SPACED, 10, 16)]
+    else:
+        plan = []
+        for n in (1, 4, 16, 64):
+            plan += [(n, "zmq", SPACED, 10, 300), (n, "zmq", 0.0, 10, 300)]
+        plan += [(16, "zmq", SPACED, 1000, 300), (16, "zmq", 0.0, 1000, 300)]
+        plan += [(1, "poll", SPACED, 10, 60), (16, "poll", SPACED, 10, 60), (16, "poll", SPACED, 1000, 60)]
+    for teammates, wake, pause, inbox, samples in plan:
+        rows.append(system(teammates, wake, pause, inbox, samples))
+    return {"rows": rows, "targets": targets(rows)}
+
+
+def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def find(**kw: Any) -> dict[str, Any] | None:
+        matches = [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
+        return max(matches, key=lambda r: r["teammates"]) if matches else None
+
+    zmq_row = find(path="agentteams", wake="zmq", traffic="spaced", inbox=10, teammates=16) or find(path="agentteams", wake="zmq", traffic="spaced", inbox=10)
+    poll_row = find(path="agentteams", wake="poll", traffic="spaced", inbox=10)
+    floor = find(path="floor: bare ZeroMQ PAIR", traffic="spaced")
+    out = []
+    if zmq_row:
+        label = f"zmq, spaced, {zmq_row['teammates']} idle teammates"
+        out.append({"target": f"send→wake p50 ≤ 1 ms ({label})", "value": zmq_row["p50"], "met": zmq_row["p50"] <= 1.0})
+        out.append({"target": f"send→wake p99 ≤ 5 ms ({label})", "value": zmq_row["p99"], "met": zmq_row["p99"] <= 5.0})
+        if floor:
+            out.append({"target": "stretch: p50 ≤ 0.3 ms, within 4× of the bare PAIR floor", "value": zmq_row["p50"],
+                        "met": zmq_row["p50"] <= 0.3 and zmq_row["p50"] <= 4 * floor["p50"]})
+        if poll_row:
+            ratio = poll_row["p50"] / zmq_row["p50"] if zmq_row["p50"] else float("inf")
+            out.append({"target": "p50 ≥ 200× lower than the 500 ms poll (same run)", "value": ratio, "met": ratio >= 200})
+    return out

@@ -1,0 +1,172 @@
+"""`agentteams bench [suite] [--quick]`: run, print tables, write JSON and PNG plots."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks import contention, growth, idle, latency, spawn
+from benchmarks.common import machine
+
+SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "latency": latency.run,
+    "contention": contention.run,
+    "growth": growth.run,
+    "spawn": spawn.run,
+    "idle": idle.run,
+}
+DEFAULT_OUT = Path(__file__).parent / "results"
+
+
+def _ms(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def tables(results: dict[str, Any]) -> list[Table]:
+    out: list[Table] = []
+    if "latency" in results:
+        t = Table(title="send → recipient's loop has the message (ms, one way)")
+        for col in ("path", "wake", "teammates", "traffic", "inbox", "n", "p50", "p90", "p99", "max", "lost"):
+            t.add_column(col, justify="right" if col not in ("path", "wake", "traffic") else "left")
+        for r in results["latency"]["rows"]:
+            t.add_row(r["path"], r["wake"], str(r["teammates"] or "-"), r["traffic"], str(r["inbox"] or "-"), str(r["n"]),
+                      _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]), str(r["lost"]))
+        out.append(t)
+    if "contention" in results:
+        t = Table(title="N processes appending to one inbox")
+        for col in ("writers", "appends", "appends/s", "lock wait p50 ms", "lock wait p99 ms", "fairness (Jain)", "exactly once"):
+            t.add_column(col, justify="right")
+        for r in results["contention"]["appends"]:
+            t.add_row(str(r["writers"]), str(r["appends"]), f"{r['appends_per_s']:.0f}", _ms(r["lock_wait_ms"]["p50"]),
+                      _ms(r["lock_wait_ms"]["p99"]), f"{r['fairness_jain']:.3f}", "yes" if r["exactly_once"] else "NO")
+        out.append(t)
+        t = Table(title="N claimers racing for K tasks")
+        for col in ("claimers", "tasks", "claims/s", "exactly once"):
+            t.add_column(col, justify="right")
+        for r in results["contention"]["claims"]:
+            t.add_row(str(r["claimers"]), str(r["tasks"]), f"{r['claims_per_s']:.0f}", "yes" if r["exactly_once"] else "NO")
+        out.append(t)
+    if "growth" in results:
+        t = Table(title="append cost against inbox history (ms)")
+        for col in ("method", "history", "p50", "p90", "p99", "max"):
+            t.add_column(col, justify="right" if col != "method" else "left")
+        for r in results["growth"]["rows"]:
+            t.add_row(r["method"], f"{r['history']:,}", _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
+        out.append(t)
+    if "spawn" in results:
+        t = Table(title="spawn → ready (ms) and memory per idle teammate")
+        for col in ("method", "n", "p50", "p90", "p99", "max"):
+            t.add_column(col, justify="right" if col != "method" else "left")
+        for r in results["spawn"]["spawn"]:
+            t.add_row(r["method"], str(r["n"]), _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
+        for r in results["spawn"]["uss"]:
+            t.add_row(f"USS per teammate, {r['teammates']} idle", "", f"{r['uss_mib']:.1f} MiB", "", "", "")
+        out.append(t)
+    if "idle" in results:
+        t = Table(title="idle cost per teammate per minute")
+        for col in ("wake", "teammates", "measured s", "CPU s", "read syscalls"):
+            t.add_column(col, justify="right")
+        for r in results["idle"]["rows"]:
+            t.add_row(r["wake"], str(r["teammates"]), f"{r['seconds']:.0f}", f"{r['cpu_s_per_teammate_min']:.4f}", f"{r['reads_per_teammate_min']:.0f}")
+        out.append(t)
+    targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
+    if targets:
+        t = Table(title="targets")
+        t.add_column("target")
+        t.add_column("measured", justify="right")
+        t.add_column("met")
+        for target in targets:
+            t.add_row(target["target"], f"{target['value']:.3f}", "yes" if target["met"] else "NO")
+        out.append(t)
+    return out
+
+
+def plots(results: dict[str, Any], out: Path) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    if "latency" in results:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for r in results["latency"]["rows"]:
+            values = sorted(r.get("values") or [])
+            if not values or r["traffic"] != "spaced":
+                continue
+            label = r["path"] if r["path"].startswith("floor") else f"{r['wake']}, {r['teammates']} teammates, inbox {r['inbox']}"
+            ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("send → wake, ms (log)")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title("latency CDF, spaced-out traffic")
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+        made.append(out / "latency_cdf.png")
+        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
+        plt.close(fig)
+    if "contention" in results:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        rows = results["contention"]["appends"]
+        ax.plot([r["writers"] for r in rows], [r["appends_per_s"] for r in rows], marker="o")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("writers")
+        ax.set_ylabel("appends per second")
+        ax.set_title("one inbox, N writing processes")
+        ax.grid(True, alpha=0.3)
+        made.append(out / "contention.png")
+        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
+        plt.close(fig)
+    if "growth" in results:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        rows = results["growth"]["rows"]
+        for method in dict.fromkeys(r["method"] for r in rows):
+            series = [r for r in rows if r["method"] == method]
+            ax.plot([max(1, r["history"]) for r in series], [r["p50"] for r in series], marker="o", label=method)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("messages of history (0 plotted at 1)")
+        ax.set_ylabel("append p50, ms")
+        ax.set_title("append cost against history")
+        ax.legend(fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        made.append(out / "growth.png")
+        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
+        plt.close(fig)
+    return made
+
+
+def main(suite: str = "all", quick: bool = False, out: Path | None = None, as_json: bool = False) -> int:
+    out = out or DEFAULT_OUT
+    out.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 150)
+    chosen = list(SUITES) if suite == "all" else [suite]
+    results: dict[str, Any] = {"machine": machine(), "quick": quick, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    console.print(f"[bold]machine[/] {results['machine']}")
+    for name in chosen:
+        t0 = time.monotonic()
+        console.print(f"running {name}{' (quick)' if quick else ''}…")
+        results[name] = SUITES[name](quick)
+        results[name]["seconds"] = round(time.monotonic() - t0, 1)
+    for table in tables(results):
+        console.print(table)
+    stem = f"{'quick' if quick else 'full'}-{suite}"
+    path = out / f"{stem}.json"
+    path.write_text(json.dumps(results, indent=1, default=str))
+    made = plots(results, out)
+    console.print(f"results: {path}" + (f"; plots: {', '.join(str(p) for p in made)}" if made else ""))
+    if as_json:
+        print(json.dumps({k: v for k, v in results.items()}, default=str))
+    return 0
