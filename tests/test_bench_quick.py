@@ -1,0 +1,27 @@
+"""The benchmark code must not rot: its quick mode runs end to end and reports sane figures."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", "bench", "all", "--quick", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((tmp_path / "quick-all.json").read_text())
+    for suite in ("latency", "contention", "growth", "spawn", "idle"):
+        assert suite in data and data[suite]["targets"], suite
+    rows = data["latency"]["rows"]
+    zmq_rows = [r for r in rows if r["wake"] == "zmq"]
+    poll_rows = [r for r in rows if r["wake"] == "poll"]
+    assert zmq_rows and poll_rows and all(r["lost"] == 0 for r in zmq_rows + poll_rows)
+    assert all(math.isfinite(r["p50"]) and r["p50"] > 0 for r in rows)
+    assert all(r["exactly_once"] for r in data["contention"]["appends"] + data["contention"]["claims"])
+    assert {p.name for p in tmp_path.glob("*.png")} == {"latency_cdf.png", "contention.png", "growth.png"}
