@@ -15,7 +15,7 @@ class Channel(Protocol):
     def hello(self, agent: str, pid: int) -> None: ...
     def ring(self, recipient: str) -> None: ...
     def state(self, state: str, task: str = "") -> None: ...
-    def wait(self) -> list[Frame]: ...
+    def wait(self, timeout: float | None = None) -> list[Frame]: ...
     def close(self) -> None: ...
 
 
@@ -35,8 +35,8 @@ class ZmqChannel:
     def state(self, state: str, task: str = "") -> None:
         self.end.send(State(state=state, task=task))  # type: ignore[arg-type]
 
-    def wait(self) -> list[Frame]:
-        return self.end.wait(self.fallback)
+    def wait(self, timeout: float | None = None) -> list[Frame]:
+        return self.end.wait(self.fallback if timeout is None else timeout)
 
     def close(self) -> None:
         self.end.close()
@@ -54,8 +54,8 @@ class PollChannel:
     def state(self, state: str, task: str = "") -> None:
         pass
 
-    def wait(self) -> list[Frame]:
-        time.sleep(POLL_INTERVAL)
+    def wait(self, timeout: float | None = None) -> list[Frame]:
+        time.sleep(POLL_INTERVAL if timeout is None else min(timeout, POLL_INTERVAL))
         return []
 
     def close(self) -> None:

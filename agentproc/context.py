@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentproc.channel import Channel
 from agentproc.identity import Identity
@@ -19,6 +21,11 @@ class AgentContext:
     exit_requested: bool = False
     current_task: str = ""
     tool_groups: set[int] = field(default_factory=set)  # process groups of running tools
+    # Permission state: the mode can change when a plan is approved.
+    permission_mode: str = "acceptEdits"
+    plan_mode: bool = False
+    frames: deque[Any] = field(default_factory=deque)  # doorbell frames that arrived mid-turn
+    transcript: Any = None  # agentproc.transcript.Transcript
 
     @property
     def name(self) -> str:

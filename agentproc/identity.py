@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-type", default="general-purpose")
     p.add_argument("--model", default="offline")
     p.add_argument("--plan-mode-required", action="store_true")
-    p.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default")
+    p.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")
     return p
 
 

@@ -14,11 +14,13 @@ import logging
 import os
 from collections import deque
 
+from agentproc import agents, hooks
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.identity import Identity
-from agentproc.models import Model, Turn, TurnOutcome, wrap_message
+from agentproc.models import Model, Turn, TurnOutcome, load_model, wrap_message
 from agentproc.tools import ToolBox, toolbox_for
+from agentproc.transcript import Transcript
 from ipc import messaging, probe
 from ipc.clock import now_iso
 from ipc.mailbox import Mailbox
@@ -35,6 +37,7 @@ from ipc.tasks import TaskList, claim_prompt
 from ipc.wake import Frame, UserMessage
 
 log = logging.getLogger("agentteams.agent")
+MAX_IDLE_BLOCKS = 5
 
 
 def choose_message(messages: list[InboxMessage]) -> int | None:
@@ -50,11 +53,18 @@ def choose_message(messages: list[InboxMessage]) -> int | None:
 
 
 class AgentLoop:
-    def __init__(self, identity: Identity, channel: Channel, model: Model) -> None:
+    def __init__(self, identity: Identity, channel: Channel, model: Model | None = None) -> None:
         self.identity = identity
+        self.definition = agents.resolve(identity.agent_type, identity.cwd)
         self.ctx = AgentContext(identity=identity, channel=channel)
-        self.tools: ToolBox = toolbox_for(self.ctx)
-        self.model = model
+        # A mode given on the command line wins, then the agent definition's; a teammate
+        # spawned with neither accepts edits inside its cwd (see agentproc.permissions).
+        self.ctx.permission_mode = identity.permission_mode or self.definition.permission_mode or "acceptEdits"
+        self.ctx.plan_mode = identity.plan_mode_required
+        self.ctx.transcript = Transcript(identity.root, identity.team, identity.name)
+        self.tools: ToolBox = toolbox_for(self.ctx, self.definition)
+        self.model = model or load_model(self.definition.model if identity.model == "inherit" and self.definition.model else identity.model, self)
+        self.idle_blocks = 0
         self.mailbox = Mailbox(identity.root, identity.team, identity.name)
         self.tasks = TaskList(identity.root, identity.team)
         self.user_queue: deque[str] = deque()
@@ -64,6 +74,8 @@ class AgentLoop:
     # ------------------------------------------------------------ inputs
 
     def absorb(self, frames: list[Frame]) -> None:
+        frames = [*self.ctx.frames, *frames]
+        self.ctx.frames.clear()
         for frame in frames:
             if isinstance(frame, UserMessage):
                 self.user_queue.append(frame.text)
@@ -113,6 +125,20 @@ class AgentLoop:
 
     # ------------------------------------------------------------ states
 
+    def idle_hook_blocks(self) -> bool:
+        """TeammateIdle hooks: exit 2 keeps the teammate working, fed the hook's stderr."""
+        outcome = hooks.run(self.ctx, "TeammateIdle", {})
+        if not outcome.blocked:
+            self.idle_blocks = 0
+            return False
+        self.idle_blocks += 1
+        if self.idle_blocks > MAX_IDLE_BLOCKS:
+            log.warning("%s: TeammateIdle blocked %d times in a row; going idle anyway", self.identity.name, self.idle_blocks)
+            self.idle_blocks = 0
+            return False
+        self.user_queue.append(f"[TeammateIdle hook] {outcome.feedback}")
+        return True
+
     def go_idle(self, outcome: TurnOutcome) -> None:
         """Send exactly one idle notification per stretch of idleness."""
         last_dm, completed = self.ctx.last_dm, self.ctx.completed
@@ -138,6 +164,7 @@ class AgentLoop:
             self.idle = False
         self.ctx.channel.state("running", turn.task_id)
         self.turns += 1
+        self.ctx.transcript.append("user", turn.text)  # models record their own replies
         try:
             return self.model.run_turn(turn, self.tools)
         except Exception as exc:  # a model bug must not kill the teammate: report it
@@ -151,10 +178,14 @@ class AgentLoop:
             turn = self.next_turn()
             if turn is None:
                 if not self.idle:
+                    if self.idle_hook_blocks():
+                        continue
                     self.go_idle(outcome)
                 self.absorb(self.ctx.channel.wait())
                 continue
             outcome = self.handle(turn)
             if self.ctx.exit_requested:
                 return 0
+            if self.idle_hook_blocks():
+                continue
             self.go_idle(outcome)

@@ -12,7 +12,6 @@ from agentproc.channel import Channel, PollChannel, ZmqChannel
 from agentproc.context import AgentContext
 from agentproc.identity import parse
 from agentproc.loop import AgentLoop
-from agentproc.models import load_model
 from ipc.errors import AgentTeamsError
 from ipc.osproc import set_parent_death_signal, set_process_name
 
@@ -48,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         ZmqChannel(identity.wake_endpoint, identity.fallback_poll) if identity.wake == "zmq" else PollChannel()
     )
     try:
-        _loop = AgentLoop(identity, channel, load_model(identity.model))
+        _loop = AgentLoop(identity, channel)
         return _loop.run()
     except AgentTeamsError as exc:
         print(f"agentproc {identity.name}: {exc.message}", file=sys.stderr)

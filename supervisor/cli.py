@@ -139,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     t_delete.add_argument("team")
     t_delete.add_argument("id")
 
+    for verb in ("approve", "deny"):
+        answer = cmd(verb, f"{verb} a teammate's plan or permission request")
+        answer.add_argument("team")
+        answer.add_argument("request_id")
+        answer.add_argument("--feedback", default="")
+        if verb == "approve":
+            answer.add_argument("--input", default=None, help="JSON: the tool input to use instead (permission requests)")
+            answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+
     ps = cmd("ps", "the live process tree")
     ps.add_argument("team", nargs="?")
     watch = cmd("watch", "a live view of a team")
@@ -305,6 +314,19 @@ def cmd_task(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_answer(args: argparse.Namespace) -> int:
+    from supervisor.approvals import parse_input
+
+    team = _team(args)
+    if args.command == "approve":
+        result = team.approve(args.request_id, feedback=args.feedback, updated_input=parse_input(args.input),
+                              permission_mode=args.permission_mode)
+    else:
+        result = team.deny(args.request_id, feedback=args.feedback)
+    _out(args, result, f"{'approved' if result['approved'] else 'denied'} {result['request_id']} from {result['agent']}")
+    return 0
+
+
 def cmd_ps(args: argparse.Namespace) -> int:
     from supervisor import ps
 
@@ -412,7 +434,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "team": cmd_team, "up": cmd_up, "resume": cmd_up, "down": cmd_down, "status": cmd_status,
     "spawn": cmd_spawn, "restart": cmd_restart, "send": cmd_send, "shutdown": cmd_shutdown,
     "inbox": cmd_inbox, "task": cmd_task, "ps": cmd_ps, "watch": cmd_watch, "demo": cmd_demo,
-    "run": cmd_run, "bench": cmd_bench,
+    "run": cmd_run, "bench": cmd_bench, "approve": cmd_answer, "deny": cmd_answer,
 }
 
 

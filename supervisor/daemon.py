@@ -32,13 +32,14 @@ from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
 from ipc.mailbox import Mailbox
-from ipc.messaging import send_shutdown_request
+from ipc.messaging import send_body, send_shutdown_request
 from ipc.osproc import set_child_subreaper, set_process_name
 from ipc.paths import TeamPaths
 from ipc.schemas import (
     LEAD_NAME,
     IdleNotification,
     Member,
+    PlanApprovalRequest,
     ShutdownApproved,
     ShutdownRejected,
     TeammateTerminated,
@@ -46,6 +47,7 @@ from ipc.schemas import (
 )
 from ipc.storage import append_line
 from ipc.tasks import TaskList
+from supervisor import approvals
 from supervisor.policy import RestartPolicy
 from supervisor.states import SpawnSpec, Teammate, TeammateState
 from supervisor.zygote import SpawnOrder, Zygote
@@ -112,6 +114,8 @@ class Supervisor:
         fallback_poll: float = wake.DEFAULT_FALLBACK_POLL,
         policy: RestartPolicy | None = None,
         spawn_method: str = "zygote",
+        plan_approval: str = "auto",
+        lead_permission_mode: str = "acceptEdits",
     ) -> None:
         self.paths = TeamPaths(root, team)
         self.team = self.paths.team
@@ -120,6 +124,8 @@ class Supervisor:
         self.fallback_poll = fallback_poll
         self.policy = policy or RestartPolicy()
         self.spawn_method = spawn_method
+        self.plan_approval = plan_approval
+        self.lead_permission_mode = lead_permission_mode
         self.config = TeamConfigStore(self.root, self.team)
         self.tasks = TaskList(self.root, self.team)
         self.lead_inbox = Mailbox(self.root, self.team, LEAD_NAME)
@@ -346,13 +352,14 @@ class Supervisor:
     def _spawn(self, identity: bytes, request: control.Spawn) -> None:
         if self.down_waiter is not None:
             raise InvalidInput("the team is shutting down; no new teammates")
+        lead = self.config.read().member(LEAD_NAME)
         member = self.config.add_member(
             request.name,
             agent_type=request.agent_type,
             model=request.model,
             prompt=request.prompt,
             plan_mode_required=request.plan_mode_required,
-            cwd=request.cwd or None,
+            cwd=request.cwd or (lead.cwd if lead else None),  # teammates work in the lead's project
         )
         if request.prompt:
             # The first inbox message is the prompt, from the lead, with no summary or color.
@@ -397,7 +404,7 @@ class Supervisor:
             self.poller.register(end.socket, zmq.POLLIN)
         teammate.incarnation_ms = now_ms()
         env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("AGENTTEAMS_")},
+            **os.environ,  # the user's settings (ANTHROPIC_*, AGENTTEAMS_* knobs) reach teammates
             "AGENTTEAMS_ROOT": str(self.root),
             "AGENTTEAMS_CWD": spec.cwd,
             "AGENTTEAMS_WAKE": self.wake_mode,
@@ -406,9 +413,6 @@ class Supervisor:
             "AGENTTEAMS_INCARNATION_MS": str(teammate.incarnation_ms),
             "AGENTTEAMS_SUPERVISOR_PID": str(self.pid),
         }
-        for key in ("AGENTTEAMS_DURABILITY", "AGENTTEAMS_LOCK", "AGENTTEAMS_INBOX_ARCHIVE_AFTER"):
-            if key in os.environ:
-                env[key] = os.environ[key]
         argv = _teammate_argv(spec, self.team, self.session)
         cwd = spec.cwd if os.path.isdir(spec.cwd) else str(self.root)
         if self.zygote is not None:
@@ -475,7 +479,9 @@ class Supervisor:
     def _check_lead_inbox(self) -> None:
         """Handle the protocol messages addressed to the lead; plain text stays for the person."""
         self._next_lead_check = time.monotonic() + self._lead_poll
-        handled = (IdleNotification, ShutdownApproved, ShutdownRejected)
+        handled: tuple[type, ...] = (IdleNotification, ShutdownApproved, ShutdownRejected)
+        if self.plan_approval != "human":
+            handled = (*handled, PlanApprovalRequest)
         if not any(not m.read and isinstance(parse_body(m.text), handled) for m in self.lead_inbox.read()):
             return
         taken = self.lead_inbox.mark_read_where(lambda m: isinstance(parse_body(m.text), handled))
@@ -494,10 +500,23 @@ class Supervisor:
                 if body.request_id.startswith("shutdown-") and body.request_id == teammate.shutdown_request_id:
                     teammate.to(S.STOPPING)
                     self._escalate_later(teammate, STOP_GRACE)
+            elif isinstance(body, PlanApprovalRequest):
+                self._answer_plan(teammate, body)
             elif isinstance(body, ShutdownRejected) and body.request_id == teammate.shutdown_request_id:
                 teammate.shutdown_request_id = ""
                 for waiter in self.stop_waiters.pop(teammate.name, []):
                     self._answer(waiter, error=f"{teammate.name} rejected the shutdown: {body.reason}")
+
+    def _answer_plan(self, teammate: Teammate, request: PlanApprovalRequest) -> None:
+        """The auto policy approves at once with the lead's permission mode, as Claude Code
+        does; the lead policy reviews the plan (offline: at least two concrete steps)."""
+        if self.plan_approval == "lead":
+            approved, feedback = approvals.review_plan(request.plan_content)
+        else:
+            approved, feedback = True, ""
+        response = approvals.plan_response(request, approved, permission_mode=self.lead_permission_mode, feedback=feedback)
+        send_body(self.root, self.team, LEAD_NAME, teammate.name, response)
+        self.ring(teammate.name, sender="")
 
     def _set_active(self, name: str, active: bool) -> None:
         with contextlib.suppress(NotFound):
@@ -693,13 +712,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--intensity", type=int, default=3)
     p.add_argument("--period", type=float, default=30.0)
     p.add_argument("--spawn", choices=("zygote", "exec"), default="zygote")
+    p.add_argument("--plan-approval", choices=approvals.PLAN_POLICIES, default="auto")
+    p.add_argument("--lead-permission-mode", default="acceptEdits")
     p.add_argument("--ready-fd", type=int, default=-1)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(message)s", stream=sys.stderr)
     sup = Supervisor(
         Path(args.root), args.team, wake_mode=args.wake, fallback_poll=args.fallback_poll,
         policy=RestartPolicy(mode=args.restart, intensity=args.intensity, period=args.period),
-        spawn_method=args.spawn,
+        spawn_method=args.spawn, plan_approval=args.plan_approval, lead_permission_mode=args.lead_permission_mode,
     )
     try:
         sup.start()

@@ -104,8 +104,12 @@ def run_demo(root: Path, teammates: int = 4, tasks: int = 20, as_json: bool = Fa
         sc.create_tasks(team, scenario)
         team.wake("*")
 
+        deadline = time.monotonic() + scenario.timeout
+
         def sample() -> None:
             nonlocal peak
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the demo's tasks did not finish within {scenario.timeout:g}s; see 'agentteams task list demo'")
             tree = team.ps()
             seen_pids.update(m["pid"] for m in tree["teammates"] if m["pid"])
             seen_pids.update(c["pid"] for m in tree["teammates"] for c in m["children"])

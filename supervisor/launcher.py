@@ -47,6 +47,8 @@ def start(
     intensity: int = 3,
     period: float = 30.0,
     spawn: str = "zygote",
+    plan_approval: str = "auto",
+    lead_permission_mode: str = "acceptEdits",
 ) -> subprocess.Popen[bytes]:
     """Start the daemon in its own session, logging to the runtime dir; return once it serves."""
     running = supervisor_pid(paths)
@@ -60,6 +62,7 @@ def start(
                 sys.executable, "-m", "supervisor.daemon", "--root", str(paths.root), "--team", paths.team,
                 "--wake", wake, "--fallback-poll", str(fallback_poll), "--restart", restart,
                 "--intensity", str(intensity), "--period", str(period), "--spawn", spawn,
+                "--plan-approval", plan_approval, "--lead-permission-mode", lead_permission_mode,
                 "--ready-fd", str(write_end),
             ],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(write_end,),

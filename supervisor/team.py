@@ -161,6 +161,30 @@ class Team:
         result: dict[str, Any] = self._call(request, timeout=grace + 15)
         return result
 
+    # ------------------------------------------------------------ approvals
+
+    def pending_requests(self) -> list[Any]:
+        """Plan approval and permission requests waiting for the lead."""
+        from supervisor import approvals
+
+        return [body for _, body in approvals.pending(self.paths)]
+
+    def approve(self, request_id: str, feedback: str = "", updated_input: dict[str, Any] | None = None,
+                permission_mode: str = "acceptEdits") -> dict[str, Any]:
+        from supervisor import approvals
+
+        result = approvals.answer(self.paths, request_id, approve=True, feedback=feedback,
+                                  updated_input=updated_input, permission_mode=permission_mode)
+        self.wake(result["agent"])
+        return result
+
+    def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
+        from supervisor import approvals
+
+        result = approvals.answer(self.paths, request_id, approve=False, feedback=feedback)
+        self.wake(result["agent"])
+        return result
+
     # ------------------------------------------------------------ messages
 
     def send(self, recipient: str, text: str, summary: str, sender: str = LEAD_NAME) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from agentproc.tools import ToolBox
 from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
 
 AUTO_REPLY = "[auto-reply]"
+HOOK_FEEDBACK = "[TeammateIdle hook]"
+MAX_PLAN_ATTEMPTS = 3
 
 
 class OfflineModel:
@@ -30,6 +32,9 @@ class OfflineModel:
             return TurnOutcome()  # other protocol bodies need no answer from a teammate
         if turn.is_prompt:
             return TurnOutcome()  # instructions, not a DM: the work comes through the task list
+        if turn.kind == "user" and turn.content.startswith(HOOK_FEEDBACK):
+            tools.call("TaskList", {})  # told to keep working: look for work again
+            return TurnOutcome()
         if turn.sender and turn.sender != tools.ctx.name and not turn.content.startswith(AUTO_REPLY):
             first_line = turn.content.strip().splitlines()[0][:120] if turn.content.strip() else ""
             tools.call("SendMessage", {
@@ -51,7 +56,10 @@ class OfflineModel:
         if not task.get("owner"):
             tools.call("TaskUpdate", {"taskId": task_id, "owner": me, "status": "in_progress"})
         tools.ctx.current_task = task_id
-        command = (task.get("metadata") or {}).get("command")
+        metadata = task.get("metadata") or {}
+        command = metadata.get("command")
+        if tools.ctx.plan_mode and not self._plan_approved(task, command, tools):
+            return TurnOutcome()
         output = ""
         if command:
             timeout = (task.get("metadata") or {}).get("timeout_ms")
@@ -71,8 +79,18 @@ class OfflineModel:
                 return TurnOutcome()
             output = result.content
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
-        if done.is_error:
+        if done.is_error:  # e.g. a TaskCompleted hook kept it open: say so, leave it open
+            tools.call("SendMessage", {
+                "type": "message", "recipient": LEAD_NAME,
+                "content": f"Task #{task_id} ({task['subject']}) is not completed: {done.content}",
+                "summary": f"Task #{task_id} kept open",
+            })
+            tools.ctx.completed = (task_id, "blocked")
             return TurnOutcome()
+        for follow_up in metadata.get("followUps") or []:
+            if isinstance(follow_up, dict) and follow_up.get("subject"):
+                extra = {"metadata": {"command": follow_up["command"]}} if follow_up.get("command") else {}
+                tools.call("TaskCreate", {"subject": follow_up["subject"], "description": follow_up.get("description", ""), **extra})
         last = output.strip().splitlines()[-1][:200] if output.strip() else "done"
         tools.call("SendMessage", {
             "type": "message",
@@ -81,3 +99,21 @@ class OfflineModel:
             "summary": f"Task #{task_id} done",
         })
         return TurnOutcome()
+
+    def _plan_approved(self, task: dict[str, object], command: object, tools: ToolBox) -> bool:
+        """Plan, submit, revise on rejection (a new request each time); True once approved."""
+        steps = [f"Run `{command}` in the working directory" if command else f"Do: {task['subject']}"]
+        for _ in range(MAX_PLAN_ATTEMPTS):
+            plan = f"# Plan for task #{task['id']}: {task['subject']}\n\n" + "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
+            result = tools.call("ExitPlanMode", {"plan": plan})
+            if not result.is_error and not result.content.startswith("Plan rejected"):
+                return True
+            feedback = result.content.split("Feedback:", 1)[-1].split("\n", 1)[0].strip()
+            steps.append(f"Address the lead's feedback: {feedback}")
+        tools.call("SendMessage", {
+            "type": "message", "recipient": LEAD_NAME,
+            "content": f"My plan for task #{task['id']} was not approved after {MAX_PLAN_ATTEMPTS} attempts; I am leaving it.",
+            "summary": f"Plan for #{task['id']} not approved",
+        })
+        tools.call("TaskUpdate", {"taskId": str(task["id"]), "owner": "", "status": "pending"})
+        return False

@@ -1,25 +1,24 @@
-"""Tools a teammate's model can call, and which agent types may call which."""
+"""Tools a teammate's model can call, filtered by its agent type."""
 
 from __future__ import annotations
 
+from agentproc.agents import AgentDefinition, allowed_tools
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolBox, ToolFailure, ToolResult
 from agentproc.tools.bash import BASH
+from agentproc.tools.files import EDIT, GLOB, GREP, READ, WRITE
+from agentproc.tools.plan import EXIT_PLAN_MODE
 from agentproc.tools.team import SEND_MESSAGE, TASK_CREATE, TASK_GET, TASK_LIST, TASK_UPDATE
 
-ALL_TOOLS: list[Tool] = [SEND_MESSAGE, TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST, BASH]
+ALL_TOOLS: list[Tool] = [
+    SEND_MESSAGE, TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST,
+    BASH, READ, WRITE, EDIT, GLOB, GREP, EXIT_PLAN_MODE,
+]
 
 
-def toolbox_for(ctx: AgentContext) -> ToolBox:
-    """The tools of the teammate's agent type (`Bash` agents get only Bash)."""
-    agent_type = ctx.identity.agent_type
-    if agent_type == "Bash":
-        tools = [BASH]
-    elif agent_type in ("Explore", "Plan"):
-        tools = [t for t in ALL_TOOLS if t.read_only or t.name == "SendMessage"]
-    else:
-        tools = ALL_TOOLS
-    return ToolBox(ctx, tools)
+def toolbox_for(ctx: AgentContext, definition: AgentDefinition) -> ToolBox:
+    names = set(allowed_tools(definition))
+    return ToolBox(ctx, [t for t in ALL_TOOLS if t.name in names])
 
 
 __all__ = ["ALL_TOOLS", "Tool", "ToolBox", "ToolFailure", "ToolResult", "toolbox_for"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
+_call_ids = itertools.count(1)
+
+
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
@@ -54,15 +58,45 @@ class ToolBox:
     def names(self) -> list[str]:
         return list(self.tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
+    def offered(self) -> list[Tool]:
+        """The tools the model is shown now: in plan mode, only what plan mode allows."""
+        from agentproc.permissions import COORDINATION, READ_ONLY
 
-    def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        if self.ctx.plan_mode or self.ctx.permission_mode == "plan":
+            return [t for t in self.tools.values() if t.name in COORDINATION or t.name in READ_ONLY]
+        return list(self.tools.values())
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.offered()]
+
+    def call(self, name: str, args: dict[str, Any], tool_use_id: str | None = None) -> ToolResult:
+        """Run a tool after its permission check. Without ``tool_use_id`` (the offline model)
+        the call and its result are recorded in the transcript here; a model that has ids
+        records its own messages."""
+        record = tool_use_id is None
+        tool_use_id = tool_use_id or f"toolu_offline_{next(_call_ids):06d}"
+        if record and self.ctx.transcript is not None:
+            self.ctx.transcript.append("assistant", [{"type": "tool_use", "id": tool_use_id, "name": name, "input": args}])
+        result = self._call(name, args, tool_use_id)
+        if record and self.ctx.transcript is not None:
+            self.ctx.transcript.append("user", [{"type": "tool_result", "tool_use_id": tool_use_id, "content": result.content, "is_error": result.is_error}])
+        return result
+
+    def _call(self, name: str, args: dict[str, Any], tool_use_id: str) -> ToolResult:
+        from agentproc import permissions
+
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(f"Error: no tool named {name!r} is available to this agent; available: {', '.join(self.tools)}", True)
         if not isinstance(args, dict):
             return ToolResult(f"Error: {name} input must be a JSON object", True)
+        decision = permissions.decide(self.ctx, name, args)
+        if decision.action == "deny":
+            return ToolResult(f"Permission denied: {decision.reason}", True)
+        if decision.action == "ask":
+            approved, args, reason = permissions.request(self.ctx, name, tool_use_id, args, decision)
+            if not approved:
+                return ToolResult(f"Permission denied by the lead: {reason}. The tool did not run.", True)
         try:
             return ToolResult(tool.run(self.ctx, args))
         except ToolFailure as exc:

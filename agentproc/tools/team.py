@@ -99,7 +99,12 @@ def _task_view(task: Task) -> dict[str, Any]:
 
 
 def _task_create(ctx: AgentContext, args: dict[str, Any]) -> str:
+    from agentproc import hooks
+
     metadata = args.get("metadata")
+    outcome = hooks.run(ctx, "TaskCreated", {"task_subject": require(args, "subject"), "task_description": args.get("description") or ""})
+    if outcome.blocked:
+        raise ToolFailure(f"a TaskCreated hook refused the task: {outcome.feedback}")
     task = _tasks(ctx).create(
         require(args, "subject"),
         args.get("description") or "",
@@ -125,9 +130,16 @@ def _task_list(ctx: AgentContext, args: dict[str, Any]) -> str:
 
 
 def _task_update(ctx: AgentContext, args: dict[str, Any]) -> str:
+    from agentproc import hooks
+
     task_id = str(require(args, "taskId"))
     status = args.get("status")
     owner = args.get("owner")
+    if status == "completed":
+        current = _tasks(ctx).get(task_id)
+        outcome = hooks.run(ctx, "TaskCompleted", {"task_id": task_id, "task_subject": current.subject, "task_description": current.description})
+        if outcome.blocked:
+            raise ToolFailure(f"a TaskCompleted hook kept task #{task_id} open: {outcome.feedback}")
     task = _tasks(ctx).update(
         task_id,
         status=status,

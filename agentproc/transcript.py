@@ -1,0 +1,43 @@
+"""Each agent's conversation as JSONL (``teams/{team}/transcripts/{agent}.jsonl``), appended
+as it happens, so it can be inspected and a restarted teammate can continue from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ipc.clock import now_iso
+from ipc.paths import TeamPaths
+from ipc.storage import append_line, read_bytes
+
+
+class Transcript:
+    def __init__(self, root: Path, team: str, agent: str) -> None:
+        self.path = TeamPaths(root, team).transcript(agent)
+
+    def append(self, role: str, content: Any) -> None:
+        append_line(self.path, json.dumps({"timestamp": now_iso(), "role": role, "content": content}, ensure_ascii=False).encode())
+
+    def entries(self) -> list[dict[str, Any]]:
+        out = []
+        for line in (read_bytes(self.path) or b"").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a kill: skip it, keep the rest
+            if isinstance(entry, dict) and entry.get("role") in ("user", "assistant"):
+                out.append(entry)
+        return out
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation as Messages API messages, trimmed to a valid resumable state:
+        a trailing assistant tool_use without its results is dropped."""
+        messages = [{"role": e["role"], "content": e["content"]} for e in self.entries()]
+        while messages and messages[-1]["role"] == "assistant" and _has_tool_use(messages[-1]["content"]):
+            messages.pop()
+        return messages
+
+
+def _has_tool_use(content: Any) -> bool:
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)

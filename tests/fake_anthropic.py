@@ -1,0 +1,88 @@
+"""A small local HTTP server that speaks the Anthropic Messages API with scripted replies,
+so tests run the real `anthropic` client end to end without a network."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = tuple[int, dict[str, Any], dict[str, str]]  # status, body, headers
+Script = Callable[[dict[str, Any], int], Reply]
+
+
+def message(content: list[dict[str, Any]], stop_reason: str = "end_turn") -> Reply:
+    return 200, {
+        "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }, {}
+
+
+def text(value: str) -> Reply:
+    return message([{"type": "text", "text": value}])
+
+
+def tool_uses(*uses: tuple[str, str, dict[str, Any]]) -> Reply:
+    return message([{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses], stop_reason="tool_use")
+
+
+def error(status: int, kind: str, retry_after_ms: int = 10) -> Reply:
+    return status, {"type": "error", "error": {"type": kind, "message": f"scripted {status}"}}, {"retry-after-ms": str(retry_after_ms)}
+
+
+class FakeAnthropic:
+    """Serves POST /v1/messages from ``script(request_json, n)``; keeps every request."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                with outer.lock:
+                    outer.requests.append(body)
+                    n = len(outer.requests)
+                status, payload, headers = outer.script(body, n)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeAnthropic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def last_user_content(request: dict[str, Any]) -> Any:
+    return request["messages"][-1]["content"] if request.get("messages") else None
+
+
+def tool_result_ids(request: dict[str, Any]) -> list[str]:
+    content = last_user_content(request)
+    if not isinstance(content, list):
+        return []
+    return [b["tool_use_id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
