@@ -90,11 +90,11 @@ class AgentLoop:
             text = self.user_queue.popleft()
             return Turn(kind="user", text=text, sender=LEAD_NAME, content=text)
         while True:
-            messages = self.mailbox.read()
-            index = choose_message(messages)
+            unread = self.mailbox.unread_entries()
+            index = choose_message([m for _, m in unread])
             if index is None:
                 break
-            message = messages[index]
+            position, message = unread[index]
             # The hand-off is the read; the message is marked read right after it, before the
             # turn runs. A crash in between redelivers it: at least once, never lost.
             sent_ns = probe.sent_ns_of(message.text)
@@ -116,7 +116,7 @@ class AgentLoop:
                 body=body,
                 task_id=body.task_id if isinstance(body, TaskAssignment) else "",
                 content=message.text,
-                is_prompt=index == 0 and message.from_ == LEAD_NAME,
+                is_prompt=position == 0 and message.from_ == LEAD_NAME,
             )
         task = self.tasks.claim_next(self.identity.name)
         if task is not None:

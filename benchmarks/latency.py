@@ -26,10 +26,14 @@ def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) ->
         team.send(target, probe.probe_text(), summary="warm-up")
         time.sleep(0.6 if wake == "poll" else 0.05)
         before = len(probe.records(team.paths))
-        for _ in range(samples):
+        for i in range(samples):
             team.send(target, probe.probe_text(), summary="latency probe")
             if pause:
                 time.sleep(pause)
+            elif wake == "zmq":
+                # Continuous, closed loop: the next send as soon as this one was taken, so the
+                # figure is latency back to back, not the queue an open-loop sender would build.
+                _wait_records(team, before + i + 1, timeout=5)
         deadline = time.monotonic() + 15
         while len(probe.records(team.paths)) < before + samples and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -41,19 +45,29 @@ def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) ->
     return row
 
 
+def _wait_records(team: Any, count: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while len(probe.records(team.paths)) < count and time.monotonic() < deadline:
+        time.sleep(0.0002)
+
+
 def floor_queue(samples: int, pause: float) -> list[float]:
-    q: queue.Queue[int] = queue.Queue()
-    out: list[float] = []
+    """Hand-off between two threads through queue.Queue, ping-pong (one way = half a round trip)."""
+    ping: queue.Queue[int] = queue.Queue()
+    pong: queue.Queue[int] = queue.Queue()
 
-    def consumer() -> None:
+    def echo() -> None:
         for _ in range(samples):
-            sent = q.get()
-            out.append((time.perf_counter_ns() - sent) / 1e6)
+            pong.put(ping.get())
 
-    thread = threading.Thread(target=consumer)
+    thread = threading.Thread(target=echo)
     thread.start()
+    out = []
     for _ in range(samples):
-        q.put(time.perf_counter_ns())
+        t0 = time.perf_counter_ns()
+        ping.put(t0)
+        pong.get()
+        out.append((time.perf_counter_ns() - t0) / 2e6)
         if pause:
             time.sleep(pause)
     thread.join()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -50,9 +51,10 @@ class _Entries:
     """The inbox as stored: raw entries, decoded only when someone needs the messages, so an
     append to a long inbox costs a JSON scan, not a decode of every message."""
 
-    def __init__(self, path: Path, raw: list[msgspec.Raw]) -> None:
+    def __init__(self, path: Path, raw: list[msgspec.Raw], data: bytes = b"") -> None:
         self.path = path
         self.raw = raw
+        self.data = data  # the file as read, for cheap byte-level checks
         self._good: list[tuple[int, InboxMessage]] | None = None
         self._skipped: list[int] = []
 
@@ -109,7 +111,18 @@ def _parse(path: Path, data: bytes) -> _Entries:
         raw = _raw_list.decode(data) if data.strip() else []
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptFile(path, f"not a JSON array of messages ({exc})") from exc
-    return _Entries(path, raw)
+    return _Entries(path, raw, data)
+
+
+# `"read": true` as a member of the top-level object: a comma or brace before it, no text
+# around it, so a message whose text merely contains those words is never skipped.
+_READ_TRUE = re.compile(rb'[{,]\s*"read"\s*:\s*true\s*[,}]')
+
+
+def _read_markers(data: bytes) -> int:
+    """How many entries may be read, counted in the bytes without decoding. It can count
+    too many (the words inside a message text), which only costs a decode."""
+    return data.count(b'"read": true') + data.count(b'"read":true')
 
 
 class Mailbox:
@@ -134,7 +147,23 @@ class Mailbox:
         return self._load().messages()
 
     def unread(self) -> list[InboxMessage]:
-        return [m for m in self.read() if not m.read]
+        return [m for _, m in self.unread_entries()]
+
+    def unread_entries(self) -> list[tuple[int, InboxMessage]]:
+        """(position in the file, message) of every unread message. Entries whose bytes say
+        ``"read": true`` are not decoded at all, so waking on a long history stays cheap."""
+        entries = self._load()
+        found = []
+        for i, item in enumerate(entries.raw):
+            if _READ_TRUE.search(bytes(item)):
+                continue
+            try:
+                message = _message.decode(item)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # reported by read(); never blocks the rest
+            if not message.read:
+                found.append((i, message))
+        return found
 
     def skipped(self) -> list[int]:
         """Raw positions of entries that do not decode as messages (kept in the file)."""
@@ -172,8 +201,8 @@ class Mailbox:
 
     def _archive_if_long(self, entries: _Entries) -> None:
         threshold = archive_threshold()
-        if len(entries.raw) <= threshold:
-            return  # cheap check first: no decode on the common path
+        if len(entries.raw) <= threshold or _read_markers(entries.data) <= threshold:
+            return  # cheap checks first: no decode on the common path
         read_positions = {i for i, m in entries.good if m.read}
         if len(read_positions) <= threshold:
             return

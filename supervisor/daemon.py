@@ -482,7 +482,7 @@ class Supervisor:
         handled: tuple[type, ...] = (IdleNotification, ShutdownApproved, ShutdownRejected)
         if self.plan_approval != "human":
             handled = (*handled, PlanApprovalRequest)
-        if not any(not m.read and isinstance(parse_body(m.text), handled) for m in self.lead_inbox.read()):
+        if not any(isinstance(parse_body(m.text), handled) for m in self.lead_inbox.unread()):
             return
         taken = self.lead_inbox.mark_read_where(lambda m: isinstance(parse_body(m.text), handled))
         for message in taken:

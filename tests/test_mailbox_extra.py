@@ -13,3 +13,11 @@ def test_mark_read_matching_marks_exactly_one_equal_message(root: Path, team: st
     assert mb.mark_read_matching(first) is not None
     assert [m.text for m in mb.unread()] == ["other"]
     assert mb.mark_read_matching(first) is None  # already read: nothing matches
+
+
+def test_unread_skips_read_entries_without_being_fooled_by_text(root: Path, team: str) -> None:
+    mb = Mailbox(root, team, "alice")
+    mb.append(sender="bob", text='tricky: {"read": true, "x": 1}')
+    mb.append(sender="bob", text="plain")
+    mb.mark_read_where(lambda m: m.text == "plain")
+    assert [(i, m.text) for i, m in mb.unread_entries()] == [(0, 'tricky: {"read": true, "x": 1}')]
