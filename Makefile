@@ -28,6 +28,9 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/agentteams bench all --quick
 
+soak: $(STAMP)
+	$(BIN)/python tests/reliability/soak.py --seconds $${SOAK_SECONDS:-600}
+
 lint: $(STAMP)
 	$(BIN)/ruff check ipc supervisor agentproc tests benchmarks
 	$(BIN)/mypy

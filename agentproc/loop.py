@@ -23,6 +23,7 @@ from agentproc.tools import ToolBox, toolbox_for
 from agentproc.transcript import Transcript
 from ipc import messaging, probe
 from ipc.clock import now_iso
+from ipc.config import TeamConfigStore
 from ipc.mailbox import Mailbox
 from ipc.paths import request_epoch_ms
 from ipc.schemas import (
@@ -65,6 +66,8 @@ class AgentLoop:
         self.tools: ToolBox = toolbox_for(self.ctx, self.definition)
         self.model = model or load_model(self.definition.model if identity.model == "inherit" and self.definition.model else identity.model, self)
         self.idle_blocks = 0
+        member = TeamConfigStore(identity.root, identity.team).config_member(identity.name)
+        self.spawn_prompt = member.prompt if member is not None and isinstance(member.prompt, str) else None
         self.mailbox = Mailbox(identity.root, identity.team, identity.name)
         self.tasks = TaskList(identity.root, identity.team)
         self.user_queue: deque[str] = deque()
@@ -94,7 +97,7 @@ class AgentLoop:
             index = choose_message([m for _, m in unread])
             if index is None:
                 break
-            position, message = unread[index]
+            message = unread[index][1]
             # The hand-off is the read; the message is marked read right after it, before the
             # turn runs. A crash in between redelivers it: at least once, never lost.
             sent_ns = probe.sent_ns_of(message.text)
@@ -116,7 +119,7 @@ class AgentLoop:
                 body=body,
                 task_id=body.task_id if isinstance(body, TaskAssignment) else "",
                 content=message.text,
-                is_prompt=position == 0 and message.from_ == LEAD_NAME,
+                is_prompt=message.from_ == LEAD_NAME and message.text == self.spawn_prompt,
             )
         task = self.tasks.claim_next(self.identity.name)
         if task is not None:

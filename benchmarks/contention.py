@@ -19,7 +19,7 @@ def _appender(root: str, writer: int, count: int, start: Any, out: Any) -> None:
     waits: list[float] = []
     real_locked = storage.locked
 
-    def timed_locked(path: Any, timeout: float | None = storage.DEFAULT_LOCK_TIMEOUT) -> Any:
+    def timed_locked(path: Any, timeout: float | None = -1.0) -> Any:
         class Timed:
             def __enter__(self) -> None:
                 t0 = time.perf_counter()

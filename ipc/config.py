@@ -55,6 +55,13 @@ class TeamConfigStore:
             raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}; create it with 'agentteams team create {self.team}'")
         return _decode(self.path, data)
 
+    def config_member(self, name: str) -> Member | None:
+        """The member called ``name``, or None (also when the team has no readable config)."""
+        try:
+            return self.read().member(normalise_agent_name(name))
+        except (NotFound, CorruptFile):
+            return None
+
     def require_member(self, name: str) -> Member:
         config = self.read()
         member = config.member(normalise_agent_name(name))

@@ -30,6 +30,14 @@ Durability = Literal["none", "fsync", "full"]
 LockBackend = Literal["flock", "filelock"]
 
 DEFAULT_LOCK_TIMEOUT = 30.0
+_lock_timeout = DEFAULT_LOCK_TIMEOUT
+
+
+def set_default_lock_timeout(seconds: float) -> None:
+    """This process's lock timeout. The supervisor uses a short one: a frozen teammate that
+    holds a lock must cost it a retry, never its event loop."""
+    global _lock_timeout
+    _lock_timeout = seconds
 
 
 def durability() -> Durability:
@@ -49,12 +57,23 @@ def lock_backend() -> LockBackend:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create a state directory (and parents) 0700, regardless of umask."""
+    """Create a state directory 0700, regardless of umask, and every missing parent too
+    (``mkdir(parents=True)`` would give the parents the umask's mode). Directories that
+    already exist are left as they are."""
     if path.is_dir():
         return
+    missing = []
+    current = path
+    while not current.is_dir():
+        missing.append(current)
+        current = current.parent
     try:
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        os.chmod(path, DIR_MODE)
+        for directory in reversed(missing):
+            try:
+                directory.mkdir(mode=DIR_MODE)
+            except FileExistsError:
+                continue  # another process made it: its creator set the mode
+            os.chmod(directory, DIR_MODE)
     except OSError as exc:
         raise StorageError(f"cannot create directory {path}: {exc.strerror}") from exc
 
@@ -68,8 +87,11 @@ def refuse_claude_root(root: Path) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: Path, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold the exclusive lock on ``{path}.lock`` (``path`` itself when it ends in .lock)."""
+def locked(path: Path, timeout: float | None = -1.0) -> Iterator[None]:
+    """Hold the exclusive lock on ``{path}.lock`` (``path`` itself when it ends in .lock).
+    ``timeout`` -1 means this process's default; None waits for ever."""
+    if timeout is not None and timeout < 0:
+        timeout = _lock_timeout
     lock_path = path if path.name.endswith(".lock") else path.with_name(path.name + ".lock")
     ensure_dir(lock_path.parent)
     if lock_backend() == "filelock":

@@ -27,10 +27,10 @@ from typing import Any
 
 import zmq
 
-from ipc import control, wake
+from ipc import control, storage, wake
 from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
-from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, InvalidInput, LockTimeout, NotFound
 from ipc.mailbox import Mailbox
 from ipc.messaging import send_body, send_shutdown_request
 from ipc.osproc import set_child_subreaper, set_process_name
@@ -56,6 +56,8 @@ log = logging.getLogger("agentteams.supervisor")
 S = TeammateState
 READY_TIMEOUT = 30.0
 STOP_GRACE = 3.0  # SIGTERM → SIGKILL
+SUPERVISOR_LOCK_TIMEOUT = 1.0
+RETRY_AFTER = 0.5
 
 
 @dataclass(order=True)
@@ -90,6 +92,8 @@ def _teammate_argv(spec: SpawnSpec, team: str, session: str) -> list[str]:
 
 def kill_session(sid: int) -> int:
     """SIGKILL every process in session ``sid`` (a dead teammate's tools). Returns the count."""
+    if sid <= 1:
+        raise ValueError(f"refusing to kill session {sid}")
     killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -146,6 +150,7 @@ class Supervisor:
     # ------------------------------------------------------------ start-up
 
     def start(self) -> None:
+        storage.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
         session = self.config.read().lead_session_id  # fails early on an unknown team
         self.session = session
         self.pid = os.getpid()
@@ -232,22 +237,36 @@ class Supervisor:
 
     def run(self) -> None:
         while not self.done:
-            events = dict(self.poller.poll(self._poll_timeout_ms()))
-            if self.router in events:
-                self._drain_control()
-            for name, end in list(self.ends.items()):
-                if end.socket in events:
-                    self._drain_teammate(name, end)
-            if self.sig_r.fileno() in events:
-                with contextlib.suppress(BlockingIOError):
-                    self.sig_r.recv(4096)
-            self._reap()
-            if self.terminate and self.down_waiter is None:
-                self._begin_down(None, grace=5.0)
-            self._run_timers()
-            if time.monotonic() >= self._next_lead_check:
-                self._check_lead_inbox()  # the fallback poll: due however busy the sockets are
+            try:
+                self._iterate()
+            except Exception:  # the supervisor must outlive any one bad event: log, go on
+                log.exception("error in the supervisor loop; continuing")
         self._cleanup()
+
+    def _retry(self, action: Callable[[], None], what: str) -> None:
+        """Run ``action``; if a lock is held (a frozen teammate), try again shortly."""
+        try:
+            action()
+        except LockTimeout as exc:
+            log.warning("%s: %s; retrying in %.1fs", what, exc.message, RETRY_AFTER)
+            self.after(RETRY_AFTER, lambda: self._retry(action, what))
+
+    def _iterate(self) -> None:
+        events = dict(self.poller.poll(self._poll_timeout_ms()))
+        if self.router in events:
+            self._drain_control()
+        for name, end in list(self.ends.items()):
+            if end.socket in events:
+                self._drain_teammate(name, end)
+        if self.sig_r.fileno() in events:
+            with contextlib.suppress(BlockingIOError):
+                self.sig_r.recv(4096)
+        self._reap()
+        if self.terminate and self.down_waiter is None:
+            self._begin_down(None, grace=5.0)
+        self._run_timers()
+        if time.monotonic() >= self._next_lead_check:
+            self._retry(self._check_lead_inbox, "lead inbox")  # the fallback poll, due however busy
 
     def _cleanup(self) -> None:
         for end in self.ends.values():
@@ -436,7 +455,7 @@ class Supervisor:
     def ring(self, recipient: str, sender: str) -> list[str]:
         """Wake ``recipient`` (``*``: every teammate but the sender; team-lead: read its inbox)."""
         if recipient == LEAD_NAME:
-            self._check_lead_inbox()
+            self._retry(self._check_lead_inbox, "lead inbox")
             return [LEAD_NAME]
         names = [n for n in self.teammates if n != sender] if recipient == "*" else [recipient]
         woken = []
@@ -532,8 +551,16 @@ class Supervisor:
             self._forget(teammate, status="completed", detail="stopped while not running")
             self._answer(waiter, {"name": teammate.name, "stopped": True})
             return
+        try:
+            self._request_shutdown(teammate, request.reason)
+        except LockTimeout:
+            if not request.force:
+                raise
+            log.warning("%s: could not deliver a shutdown request (lock held); stopping it by signal", teammate.name)
+            self.stop_waiters.setdefault(teammate.name, []).append(waiter)
+            self._force_stop(teammate)
+            return
         self.stop_waiters.setdefault(teammate.name, []).append(waiter)
-        self._request_shutdown(teammate, request.reason)
 
         def on_grace() -> None:
             if not teammate.alive or teammate.pid is None:
@@ -586,7 +613,11 @@ class Supervisor:
             if teammate.restart_timer is not None:
                 teammate.restart_timer.cancelled = True
             if teammate.alive:
-                self._request_shutdown(teammate, "The team is shutting down.")
+                try:
+                    self._request_shutdown(teammate, "The team is shutting down.")
+                except LockTimeout:
+                    self._force_stop(teammate)
+                    continue
                 self.after(grace, lambda t=teammate: self._force_stop(t) if t.alive else None)  # type: ignore[misc]
         self._maybe_finish_down()
 
@@ -609,16 +640,17 @@ class Supervisor:
                 return
             teammate = self.by_pid.pop(pid, None)
             if teammate is not None:
-                self._on_exit(teammate, status)
+                self._retry(lambda t=teammate, p=pid, s=status: self._on_exit(t, p, s), f"exit of pid {pid}")  # type: ignore[misc]
             elif self.zygote is not None and pid == self.zygote.pid:
                 log.error("zygote died; restarting it is not possible after ZeroMQ started: falling back to exec")
                 self.zygote.close()
                 self.zygote = None
                 self.spawn_method = "exec"
 
-    def _on_exit(self, teammate: Teammate, status: int) -> None:
-        pid = teammate.pid or 0
-        kill_session(pid)  # tools the teammate left behind die with it
+    def _on_exit(self, teammate: Teammate, pid: int, status: int) -> None:
+        """Handle a reaped teammate; safe to run again if a lock made it give up halfway."""
+        if pid > 0:
+            kill_session(pid)  # tools the teammate left behind die with it
         teammate.pid = None
         code = os.waitstatus_to_exitcode(status)
         teammate.last_exit = f"signal {-code}" if code < 0 else f"exit {code}"

@@ -18,7 +18,7 @@ from supervisor import Team
 
 frames = st.one_of(
     st.binary(max_size=512),
-    st.builds(lambda d: msgspec.msgpack.encode(d), st.dictionaries(st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20), st.none()), max_size=5)),
+    st.builds(lambda d: msgspec.msgpack.encode(d), st.dictionaries(st.text(max_size=8), st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=20), st.none()), max_size=5)),
     st.builds(lambda t, i: msgspec.msgpack.encode({"type": t, "id": i}), st.sampled_from(["Spawn", "Shutdown", "Status", "Bogus", "Push"]), st.text(max_size=10)),
 )
 
