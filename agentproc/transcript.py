@@ -9,7 +9,7 @@ from typing import Any
 
 from ipc.clock import now_iso
 from ipc.paths import TeamPaths
-from ipc.storage import append_line, read_bytes
+from ipc.storage import append_line, read_jsonl
 
 
 class Transcript:
@@ -20,15 +20,8 @@ class Transcript:
         append_line(self.path, json.dumps({"timestamp": now_iso(), "role": role, "content": content}, ensure_ascii=False).encode())
 
     def entries(self) -> list[dict[str, Any]]:
-        out = []
-        for line in (read_bytes(self.path) or b"").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a kill: skip it, keep the rest
-            if isinstance(entry, dict) and entry.get("role") in ("user", "assistant"):
-                out.append(entry)
-        return out
+        """Every user and assistant entry; a line torn by a kill is skipped."""
+        return [e for e in read_jsonl(self.path, dict[str, Any]) if e.get("role") in ("user", "assistant")]
 
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as Messages API messages, trimmed to a valid resumable state:

@@ -91,6 +91,12 @@ def tables(results: dict[str, Any]) -> list[Table]:
     return out
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def plots(results: dict[str, Any], out: Path) -> list[Path]:
     try:
         import matplotlib
@@ -114,9 +120,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.set_title("latency CDF, spaced-out traffic")
         ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
-        made.append(out / "latency_cdf.png")
-        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
-        plt.close(fig)
+        made.append(_save(plt, fig, out / "latency_cdf.png"))
     if "contention" in results:
         fig, ax = plt.subplots(figsize=(7, 4))
         rows = results["contention"]["appends"]
@@ -126,9 +130,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.set_ylabel("appends per second")
         ax.set_title("one inbox, N writing processes")
         ax.grid(True, alpha=0.3)
-        made.append(out / "contention.png")
-        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
-        plt.close(fig)
+        made.append(_save(plt, fig, out / "contention.png"))
     if "growth" in results:
         fig, ax = plt.subplots(figsize=(7, 4))
         rows = results["growth"]["rows"]
@@ -142,9 +144,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.set_title("append cost against history")
         ax.legend(fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
-        made.append(out / "growth.png")
-        fig.savefig(made[-1], dpi=110, bbox_inches="tight")
-        plt.close(fig)
+        made.append(_save(plt, fig, out / "growth.png"))
     return made
 
 

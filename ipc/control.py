@@ -17,7 +17,8 @@ from typing import Any, Literal
 import msgspec
 import zmq
 
-from ipc.errors import InvalidInput, NotRunning, SupervisorError
+from ipc.errors import NotRunning, SupervisorError
+from ipc.wake import strict_decode
 
 MAX_REQUEST_BYTES = 256 * 1024
 
@@ -86,12 +87,7 @@ _encoder = msgspec.msgpack.Encoder()
 
 
 def decode_request(data: bytes) -> Request:
-    if len(data) > MAX_REQUEST_BYTES:
-        raise InvalidInput(f"request of {len(data)} bytes exceeds {MAX_REQUEST_BYTES}")
-    try:
-        return _request_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InvalidInput(f"malformed request: {exc}") from exc
+    return strict_decode(_request_decoder, data, MAX_REQUEST_BYTES, "request")
 
 
 def request_id_of(data: bytes) -> str:

@@ -31,6 +31,7 @@ from ipc.storage import (
     locked,
     quarantine,
     read_bytes,
+    read_jsonl,
     refuse_claude_root,
 )
 
@@ -171,14 +172,7 @@ class Mailbox:
 
     def history(self) -> list[InboxMessage]:
         """Archived messages followed by the inbox: everything ever delivered here."""
-        archived: list[InboxMessage] = []
-        data = read_bytes(self.paths.inbox_archive(self.agent)) or b""
-        for line in data.splitlines():
-            try:
-                archived.append(_message.decode(line))
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                log.warning("%s: an archive line is not a message; skipped", self.path)
-        return archived + self.read()
+        return read_jsonl(self.paths.inbox_archive(self.agent), InboxMessage) + self.read()
 
     # ------------------------------------------------------------ writing (under the lock)
 

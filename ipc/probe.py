@@ -10,7 +10,7 @@ import time
 import msgspec
 
 from ipc.paths import TeamPaths
-from ipc.storage import append_line, read_bytes
+from ipc.storage import append_line, read_jsonl
 
 PREFIX = "[latency-probe "
 _PATTERN = re.compile(r"^\[latency-probe (\d+)\]")
@@ -41,15 +41,7 @@ def record(paths: TeamPaths, agent: str, sent_ns: int) -> None:
 
 
 def records(paths: TeamPaths) -> list[ProbeRecord]:
-    data = read_bytes(paths.team_dir / "latency.jsonl") or b""
-    decoder = msgspec.json.Decoder(ProbeRecord)
-    out = []
-    for line in data.splitlines():
-        try:
-            out.append(decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
-    return out
+    return read_jsonl(paths.team_dir / "latency.jsonl", ProbeRecord)
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

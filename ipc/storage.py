@@ -19,13 +19,15 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import filelock
+import msgspec
 
 from ipc.errors import LockTimeout, StorageError
 from ipc.paths import DIR_MODE, FILE_MODE, is_claude_root
 
+T = TypeVar("T")
 Durability = Literal["none", "fsync", "full"]
 LockBackend = Literal["flock", "filelock"]
 
@@ -207,6 +209,19 @@ def read_bytes(path: Path) -> bytes | None:
         return None
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def read_jsonl(path: Path, kind: type[T]) -> list[T]:
+    """Every line of a JSONL log that decodes as ``kind``; a torn or foreign line (a writer
+    killed mid-append, a hand edit) is skipped, never fatal."""
+    decoder = msgspec.json.Decoder(kind)
+    found = []
+    for line in (read_bytes(path) or b"").splitlines():
+        try:
+            found.append(decoder.decode(line))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+    return found
 
 
 def quarantine(path: Path) -> Path:

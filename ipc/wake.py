@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 import zmq
 
 from ipc.errors import InvalidInput, StorageError
 
+T = TypeVar("T")
 MAX_FRAME_BYTES = 64 * 1024
 DEFAULT_FALLBACK_POLL = 5.0
 POLL_INTERVAL = 0.5  # Claude Code's inbox poll (seed 000 §5)
@@ -64,12 +65,17 @@ def encode(frame: Frame) -> bytes:
 
 def decode(data: bytes) -> Frame:
     """Strict: anything that is not exactly a frame raises InvalidInput."""
-    if len(data) > MAX_FRAME_BYTES:
-        raise InvalidInput(f"wake frame of {len(data)} bytes exceeds {MAX_FRAME_BYTES}")
+    return strict_decode(_decoder, data, MAX_FRAME_BYTES, "wake frame")
+
+
+def strict_decode(decoder: msgspec.msgpack.Decoder[T], data: bytes, limit: int, what: str) -> T:
+    """Decode one size-bounded wire frame; anything else is InvalidInput, in our words."""
+    if len(data) > limit:
+        raise InvalidInput(f"{what} of {len(data)} bytes exceeds {limit}")
     try:
-        return _decoder.decode(data)
+        return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InvalidInput(f"malformed wake frame: {exc}") from exc
+        raise InvalidInput(f"malformed {what}: {exc}") from exc
 
 
 def socket_path(runtime_dir: Path, agent: str) -> Path:

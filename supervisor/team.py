@@ -10,15 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from ipc import control, messaging
 from ipc.config import TeamConfigStore
 from ipc.errors import NotFound, NotRunning, SupervisorError
 from ipc.mailbox import Mailbox
 from ipc.paths import TeamPaths
 from ipc.schemas import LEAD_NAME, TeamConfig, TeammateTerminated
-from ipc.storage import read_bytes
+from ipc.storage import read_jsonl
 from ipc.tasks import TaskList
 from supervisor import launcher
 
@@ -215,15 +213,8 @@ class Team:
         return mailbox
 
     def events(self) -> list[TeammateTerminated]:
-        data = read_bytes(self.paths.events) or b""
-        decoder = msgspec.json.Decoder(TeammateTerminated)
-        found = []
-        for line in data.splitlines():
-            try:
-                found.append(decoder.decode(line))
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue
-        return found
+        """Events for the lead (``teammate_terminated``), oldest first."""
+        return read_jsonl(self.paths.events, TeammateTerminated)
 
     # ------------------------------------------------------------ observing
 
