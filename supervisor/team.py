@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -86,6 +87,8 @@ class Team:
             for member in self.store.read().teammates():
                 self.store.remove_member(member.name)
         self.store.delete()
+        if not self.is_up():  # the sockets, pid file and log of a deleted team go too
+            shutil.rmtree(self.paths.runtime_dir(), ignore_errors=True)
 
     # ------------------------------------------------------------ control
 

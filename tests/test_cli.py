@@ -172,3 +172,32 @@ def test_demo_end_to_end(root: Path) -> None:
     report = Path(summary["report"]).read_text()
     assert "| total | 200000 |" in report
     assert os.path.exists(summary["output"])
+
+
+def test_watch_prints_a_frame(demo: Path) -> None:
+    cli(demo, "task", "create", "demo", "Visible task")
+    frame = cli(demo, "watch", "demo", "--once").stdout
+    assert "team demo" in frame and "Visible task" in frame and "0/1 completed" in frame
+    snap = jcli(demo, "watch", "demo")
+    assert snap["tasks"][0]["subject"] == "Visible task"
+
+
+def test_ps_finds_claude_code_teammates_under_a_read_only_claude_root(tmp_path: Path) -> None:
+    claude = tmp_path / ".claude"
+    (claude / "teams" / "cc").mkdir(parents=True)
+    config = {
+        "name": "cc", "description": "", "createdAt": 1, "leadAgentId": "team-lead@cc", "leadSessionId": "s",
+        "members": [
+            {"agentId": "team-lead@cc", "name": "team-lead", "agentType": "team-lead", "model": "m", "joinedAt": 1, "tmuxPaneId": "", "cwd": "/", "subscriptions": []},
+            {"agentId": "alice@cc", "name": "alice", "agentType": "general-purpose", "model": "m", "joinedAt": 1, "tmuxPaneId": "%1", "cwd": "/", "subscriptions": []},
+        ],
+    }
+    (claude / "teams" / "cc" / "config.json").write_text(json.dumps(config))
+    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--agent-id", "alice@cc", "--team-name", "cc"])
+    try:
+        found = wait_for(lambda: [p for p in jcli(claude, "ps")["claude_code"] if p["pid"] == fake.pid])
+        assert found[0]["agent_id"] == "alice@cc" and found[0]["member"] is True
+        assert "mkdir protocol" in cli(claude, "team", "create", "x", ok=False).stderr
+    finally:
+        fake.kill()
+        fake.wait()
