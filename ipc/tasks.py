@@ -136,8 +136,7 @@ class TaskList:
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
         with self._lock():
-            mark = read_bytes(self.paths.highwatermark)
-            highest = int(mark) if mark and mark.strip().isdigit() else 0
+            highest = self._highwatermark()
             existing = [int(m.group(1)) for e in os.listdir(self.dir) if (m := _TASK_FILE.match(e))]
             next_id = str(max([highest, *existing]) + 1)
             task = Task(
@@ -303,7 +302,15 @@ class TaskList:
             for other_id, item in changed.items():
                 if other_id != task_id:
                     self._write(item)
+            # A create killed between its task file and the mark leaves the mark behind; once
+            # the file is gone only the mark remembers the id, so raise it first.
+            if self._highwatermark() < int(task_id):
+                atomic_write(self.paths.highwatermark, task_id.encode())
             os.unlink(self.paths.task(task_id))
+
+    def _highwatermark(self) -> int:
+        mark = read_bytes(self.paths.highwatermark)
+        return int(mark) if mark and mark.strip().isdigit() else 0
 
     def claim(self, task_id: str, agent: str, *, check_agent_busy: bool = False) -> ClaimResult:
         """Make ``agent`` the owner and set ``in_progress``, atomically; or say why not."""

@@ -144,3 +144,12 @@ def test_release_owner(root: Path, team: str) -> None:
     tl.update("2", status="completed")
     assert tl.release_owner("alice") == ["1"]
     assert tl.get("1").owner_name is None and tl.get("1").status == "pending"
+
+
+def test_a_lagging_mark_never_lets_a_deleted_id_come_back(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    tl.create("one")
+    tl.create("two")
+    (root / "tasks" / team / ".highwatermark").write_text("1")  # as if killed before the mark
+    tl.delete("2")
+    assert tl.create("three").id == "3"
