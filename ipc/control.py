@@ -12,7 +12,7 @@ import itertools
 import os
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import zmq
@@ -124,7 +124,6 @@ def bind_router(ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path) -> zmq.S
 
 
 _ids = itertools.count(1)
-Kind = Literal["spawn", "restart", "wake", "push", "shutdown", "status", "down"]
 
 
 class ControlClient:

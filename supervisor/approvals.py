@@ -44,10 +44,6 @@ def plan_response(request: PlanApprovalRequest, approved: bool, *, permission_mo
     return response
 
 
-def request_id_of(body: Request) -> str:
-    return body.request_id
-
-
 def pending(paths: TeamPaths) -> list[tuple[InboxMessage, Request]]:
     """Unanswered plan approval and permission requests in the lead's inbox, oldest first."""
     found = []

@@ -709,7 +709,6 @@ class Supervisor:
             self._launch(teammate)
         except (AgentTeamsError, OSError) as exc:
             log.error("restart of %s failed: %s", teammate.name, exc)
-            teammate.to(S.STARTING)
             teammate.to(S.FAILED)
 
     def _event(

@@ -8,7 +8,6 @@ import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 
@@ -111,10 +110,6 @@ def wait_gone(pid: int, timeout: float, proc: subprocess.Popen[bytes] | None = N
     except psutil.TimeoutExpired:
         return False
     return True
-
-
-def log_path(paths: TeamPaths) -> Path:
-    return paths.runtime_dir() / "supervisor.log"
 
 
 def require_running(paths: TeamPaths) -> int:

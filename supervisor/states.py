@@ -23,7 +23,7 @@ TRANSITIONS: dict[TeammateState, frozenset[TeammateState]] = {
     S.RUNNING: frozenset({S.IDLE, S.STOPPING, S.EXITED, S.FAILED}),
     S.IDLE: frozenset({S.RUNNING, S.STOPPING, S.EXITED, S.FAILED}),
     S.STOPPING: frozenset({S.EXITED}),
-    S.EXITED: frozenset({S.STARTING, S.STOPPING}),
+    S.EXITED: frozenset({S.STARTING, S.STOPPING, S.FAILED}),
     S.FAILED: frozenset({S.STARTING}),
 }
 

@@ -8,15 +8,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ipc import control, messaging
 from ipc.config import TeamConfigStore
-from ipc.errors import NotFound, NotRunning, SupervisorError
+from ipc.errors import NotRunning, SupervisorError
 from ipc.mailbox import Mailbox
 from ipc.paths import TeamPaths
-from ipc.schemas import LEAD_NAME, TeamConfig, TeammateTerminated
+from ipc.schemas import LEAD_NAME, Member, TeamConfig, TeammateTerminated
 from ipc.storage import read_jsonl
 from ipc.tasks import TaskList
 from supervisor import launcher
@@ -236,15 +235,10 @@ class Team:
 
         return team_tree(self)
 
-    def member(self, name: str) -> Any:
-        try:
-            return self.store.require_member(name)
-        except NotFound:
-            return None
+    def member(self, name: str) -> Member | None:
+        """The member called ``name``, or None."""
+        return self.store.config_member(name)
 
     def __repr__(self) -> str:
         return f"Team({self.name!r}, root={str(self.root)!r})"
 
-
-def resolve_cwd(cwd: str | None) -> str:
-    return str(Path(cwd or os.getcwd()).absolute())

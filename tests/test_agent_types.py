@@ -93,3 +93,20 @@ def test_bash_path_heuristic() -> None:
     assert bash_paths("awk -F'|' '/ total / {print $3}' report.md") == []
     assert bash_paths("awk '/total/ {print}' report.md") == []  # /total does not exist
     assert bash_paths("cp a.txt OUT=/var/tmp/x") == ["/var/tmp/x"]
+
+
+def test_teammate_state_machine_refuses_invalid_transitions() -> None:
+    from supervisor.states import InvalidTransition, SpawnSpec, Teammate, TeammateState
+
+    spec = SpawnSpec(name="a", agent_id="a@t", color="blue", model="offline", agent_type="x",
+                     plan_mode_required=False, permission_mode="", cwd="/")
+    mate = Teammate(spec=spec)
+    mate.to(TeammateState.STARTING)
+    mate.to(TeammateState.IDLE)
+    mate.to(TeammateState.STOPPING)
+    with pytest.raises(InvalidTransition):
+        mate.to(TeammateState.RUNNING)  # a stop is never undone
+    mate.to(TeammateState.EXITED)
+    mate.to(TeammateState.FAILED)
+    with pytest.raises(InvalidTransition):
+        mate.to(TeammateState.IDLE)

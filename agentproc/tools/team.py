@@ -8,7 +8,6 @@ from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, require
 from ipc import messaging
 from ipc.clock import now_iso
-from ipc.config import TeamConfigStore
 from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
 from ipc.tasks import TaskList
 
@@ -214,6 +213,3 @@ TASK_UPDATE = Tool(
     run=_task_update,
 )
 
-
-def team_members(ctx: AgentContext) -> list[str]:
-    return [m.name for m in TeamConfigStore(ctx.identity.root, ctx.identity.team).read().members]

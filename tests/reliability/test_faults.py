@@ -125,13 +125,6 @@ def test_a_really_full_tmpfs(tmp_path: Path) -> None:
         os.system(f"umount {mount}")
 
 
-def corrupt_cases(root: Path, team: str) -> dict[str, Path]:
-    return {
-        "inbox": root / "teams" / team / "inboxes" / "alice.json",
-        "task": root / "tasks" / team / "1.json",
-    }
-
-
 @pytest.mark.parametrize("content", ['[{"from": "bob", "text": "tor', "not json at all", '{"an": "object"}'])
 def test_a_corrupt_inbox_is_quarantined_and_the_team_keeps_working(root: Path, content: str) -> None:
     with running_team(root) as team:
