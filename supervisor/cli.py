@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -438,8 +439,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("demo", "run"):
+        signal.signal(signal.SIGTERM, _interrupt)  # so their 'finally: team.down()' runs
     try:
         return COMMANDS[args.command](args)
     except AgentTeamsError as exc:

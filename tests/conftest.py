@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ipc import TeamConfigStore
@@ -17,6 +19,20 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     yield
+    _kill_leftovers(tmp_path)
+
+
+def _kill_leftovers(tmp_path: Path) -> None:
+    """A safety net for failing tests: supervisors, zygotes and teammates of this test's
+    roots (their command lines carry ``--root`` under tmp_path) must not outlive it."""
+    marker = f"--root {tmp_path}"
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if marker in " ".join(proc.info.get("cmdline") or []) and proc.pid != os.getpid():
+            for sig in (signal.SIGCONT, signal.SIGKILL):  # a stopped process ignores the rest
+                try:
+                    os.kill(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    break
 
 
 @pytest.fixture

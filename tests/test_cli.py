@@ -201,3 +201,17 @@ def test_ps_finds_claude_code_teammates_under_a_read_only_claude_root(tmp_path: 
     finally:
         fake.kill()
         fake.wait()
+
+
+def test_sigterm_to_run_brings_the_team_down(root: Path) -> None:
+    scenario = root / "slow.toml"
+    scenario.write_text('[team]\nname = "slow"\n[[teammates]]\nname = "w"\n[[tasks]]\nkey = "a"\nsubject = "Wait"\ncommand = "sleep 60"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "supervisor.cli", "run", str(scenario), "--root", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (root / "teams" / "slow" / "config.json").exists(), timeout=30)
+    tree = wait_for(lambda: (t := jcli(root, "ps", "slow")["teams"][0]) and any(m["children"] for m in t["teammates"]) and t)
+    pids = {tree["supervisor"]["pid"], *(m["pid"] for m in tree["teammates"]), *(c["pid"] for m in tree["teammates"] for c in m["children"])}
+    proc.send_signal(15)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "agentteams: interrupted"
+    assert wait_for_gone(pids) == []
