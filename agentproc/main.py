@@ -9,27 +9,26 @@ import sys
 from types import FrameType
 
 from agentproc.channel import Channel, PollChannel, ZmqChannel
-from agentproc.context import AgentContext
 from agentproc.identity import parse
 from agentproc.loop import AgentLoop
 from ipc.errors import AgentTeamsError
-from ipc.osproc import set_parent_death_signal, set_process_name
+from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
 
 _loop: AgentLoop | None = None
 
 
-def _kill_tools(ctx: AgentContext | None) -> None:
-    for group in list(ctx.tool_groups if ctx else ()):
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Parent death or a forced stop: take the tools down with us, then go at once. Every
-    # state write is atomic, so exiting mid-write leaves the previous version intact.
-    _kill_tools(_loop.ctx if _loop else None)
+    # Parent death or a forced stop: take every tool down with us (the whole session, so
+    # also one started a moment ago and not yet registered), then go at once. Every state
+    # write is atomic, so exiting mid-write leaves the previous version intact.
+    if os.getsid(0) == os.getpid():
+        kill_session(os.getpid(), spare=os.getpid())
+    else:  # not a session leader (started by hand): the tools we know of
+        for group in list(_loop.ctx.tool_groups if _loop else ()):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     os._exit(128 + signum)
 
 

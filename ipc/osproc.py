@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import signal
 
 PR_SET_PDEATHSIG = 1
@@ -26,6 +27,25 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
 def set_child_subreaper() -> bool:
     """Orphaned descendants are re-parented to this process rather than to init."""
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def kill_session(sid: int, *, spare: int | None = None) -> int:
+    """SIGKILL every process of session ``sid`` but ``spare``: what a teammate (a session
+    leader) started, in whatever process group. Returns how many were signalled."""
+    if sid <= 1:
+        raise ValueError(f"refusing to kill session {sid}")
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == spare:
+            continue
+        pid = int(entry)
+        try:
+            if os.getsid(pid) == sid:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        except (ProcessLookupError, PermissionError):
+            continue
+    return killed
 
 
 def set_process_name(name: str) -> None:

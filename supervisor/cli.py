@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
         up.add_argument("--wake", choices=("zmq", "poll"), default="zmq")
         up.add_argument("--fallback-poll", type=float, default=5.0)
         up.add_argument("--restart", choices=("never", "on-failure"), default="on-failure")
+        up.add_argument("--plan-approval", choices=("auto", "lead", "human"), default="auto",
+                        help="who approves plans: auto (as Claude Code), an offline lead, or a person")
+        up.add_argument("--lead-permission-mode", choices=PERMISSION_MODES, default="acceptEdits",
+                        help="the mode an approved plan hands the teammate")
     down = cmd("down", "stop a team's teammates and supervisor")
     down.add_argument("team")
     down.add_argument("--grace", type=float, default=5.0)
@@ -202,7 +206,8 @@ def cmd_team(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     team = _team(args)
-    pid = team.up(wake=args.wake, fallback_poll=args.fallback_poll, restart=args.restart)
+    pid = team.up(wake=args.wake, fallback_poll=args.fallback_poll, restart=args.restart,
+                  plan_approval=args.plan_approval, lead_permission_mode=args.lead_permission_mode)
     members = [m.name for m in team.config().teammates()]
     _out(args, {"team": team.name, "supervisor": pid, "resumed": members},
          f"team {team.name} is up (supervisor pid {pid})" + (f"; resumed {', '.join(members)}" if members else ""))

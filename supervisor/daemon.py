@@ -33,7 +33,7 @@ from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, InvalidInput, LockTimeout, NotFound
 from ipc.mailbox import Mailbox
 from ipc.messaging import send_body, send_shutdown_request
-from ipc.osproc import set_child_subreaper, set_process_name
+from ipc.osproc import kill_session, set_child_subreaper, set_process_name
 from ipc.paths import TeamPaths
 from ipc.schemas import (
     LEAD_NAME,
@@ -88,24 +88,6 @@ def _teammate_argv(spec: SpawnSpec, team: str, session: str) -> list[str]:
     if spec.permission_mode:
         argv += ["--permission-mode", spec.permission_mode]
     return argv
-
-
-def kill_session(sid: int) -> int:
-    """SIGKILL every process in session ``sid`` (a dead teammate's tools). Returns the count."""
-    if sid <= 1:
-        raise ValueError(f"refusing to kill session {sid}")
-    killed = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            if os.getsid(pid) == sid:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        except (ProcessLookupError, PermissionError):
-            continue
-    return killed
 
 
 class Supervisor:

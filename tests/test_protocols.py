@@ -12,6 +12,7 @@ import pytest
 from runtime_helpers import running_team, wait_for
 
 from ipc.schemas import PermissionRequest, PlanApprovalRequest, PlanApprovalResponse, parse_body
+from supervisor import Team
 
 
 def bodies(team: Any, agent: str, kind: type) -> list[Any]:
@@ -52,21 +53,29 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_plan_mode_human_policy_through_the_cli(root: Path) -> None:
-    with running_team(root, plan_approval="human") as team:
-        team.spawn("planner", prompt="p", plan_mode_required=True)
-        task = team.tasks.create("Make a file", metadata={"command": "touch made.txt"})
-        team.wake("*")
-        first = wait_for(lambda: team.pending_requests())[0]
-        assert not (root / "made.txt").exists()  # read-only until approved
-        denied = cli(root, "deny", "t", first.request_id, "--feedback", "Also check the file exists")
-        assert denied.returncode == 0, denied.stderr
-        second = wait_for(lambda: [r for r in team.pending_requests() if r.request_id != first.request_id])[0]
-        assert "Also check the file exists" in second.plan_content
-        again = cli(root, "deny", "t", first.request_id)
-        assert again.returncode == 1 and "already been answered" in again.stderr
-        assert cli(root, "approve", "t", second.request_id).returncode == 0
-        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
-        assert "no pending request" in cli(root, "approve", "t", "plan_approval-1@x@t").stderr
+    team = Team.create("t", root=root, cwd=str(root))
+    assert cli(root, "up", "t", "--plan-approval", "human").returncode == 0
+    try:
+        _human_plan_flow(root, team)
+    finally:
+        cli(root, "down", "t")
+
+
+def _human_plan_flow(root: Path, team: Any) -> None:
+    team.spawn("planner", prompt="p", plan_mode_required=True)
+    task = team.tasks.create("Make a file", metadata={"command": "touch made.txt"})
+    team.wake("*")
+    first = wait_for(lambda: team.pending_requests())[0]
+    assert not (root / "made.txt").exists()  # read-only until approved
+    denied = cli(root, "deny", "t", first.request_id, "--feedback", "Also check the file exists")
+    assert denied.returncode == 0, denied.stderr
+    second = wait_for(lambda: [r for r in team.pending_requests() if r.request_id != first.request_id])[0]
+    assert "Also check the file exists" in second.plan_content
+    again = cli(root, "deny", "t", first.request_id)
+    assert again.returncode == 1 and "already been answered" in again.stderr
+    assert cli(root, "approve", "t", second.request_id).returncode == 0
+    team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+    assert "no pending request" in cli(root, "approve", "t", "plan_approval-1@x@t").stderr
 
 
 @pytest.fixture
