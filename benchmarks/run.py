@@ -13,11 +13,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import contention, growth, idle, latency, spawn
+from benchmarks import contention, exchange, growth, idle, latency, spawn
 from benchmarks.common import machine
 
 SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "latency": latency.run,
+    "exchange": exchange.run,
     "contention": contention.run,
     "growth": growth.run,
     "spawn": spawn.run,
@@ -41,6 +42,16 @@ def tables(results: dict[str, Any]) -> list[Table]:
         for r in results["latency"]["rows"]:
             t.add_row(r["path"], r["wake"], str(r["teammates"] or "-"), r["traffic"], str(r["inbox"] or "-"), str(r["n"]),
                       _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]), str(r["lost"]))
+        out.append(t)
+    if "exchange" in results:
+        t = Table(title="exchanges through real turns")
+        for col in ("measure", "wake", "size", "seconds", "rate"):
+            t.add_column(col, justify="right" if col != "measure" else "left")
+        for r in results["exchange"]["round_trips"]:
+            t.add_row("round trips, two teammates", r["wake"], str(r["round_trips"]), f"{r['seconds']:.2f}", f"{r['round_trips_per_s']:.1f}/s")
+        for r in results["exchange"]["fan_in"]:
+            t.add_row(f"fan-in, {r['senders']} → lead ({r['unique']}/{r['senders'] * r['each']} unique)", r["wake"],
+                      str(r["senders"] * r["each"]), f"{r['seconds']:.2f}", f"{r['messages_per_s']:.0f} msg/s")
         out.append(t)
     if "contention" in results:
         t = Table(title="N processes appending to one inbox")

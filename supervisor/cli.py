@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--once", action="store_true", help="print one frame and exit")
 
     bench = cmd("bench", "run the benchmark suite")
-    bench.add_argument("suite", nargs="?", default="all", choices=("latency", "contention", "growth", "spawn", "idle", "all"))
+    bench.add_argument("suite", nargs="?", default="all", choices=("latency", "exchange", "contention", "growth", "spawn", "idle", "all"))
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--out", type=Path, default=None)
     return p

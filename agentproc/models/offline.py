@@ -9,12 +9,15 @@ shutdown requests are approved.
 from __future__ import annotations
 
 import json
+import re
 
 from agentproc.models.base import Turn, TurnOutcome
 from agentproc.tools import ToolBox
 from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
 
 AUTO_REPLY = "[auto-reply]"
+PING = re.compile(r"^\[ping (\d+)\]")  # a volley between two teammates: answer with N-1
+BURST = re.compile(r"^\[burst (\d+)\]")  # from the lead: send it that many messages
 HOOK_FEEDBACK = "[TeammateIdle hook]"
 MAX_PLAN_ATTEMPTS = 3
 
@@ -35,6 +38,8 @@ class OfflineModel:
         if turn.kind == "user" and turn.content.startswith(HOOK_FEEDBACK):
             tools.call("TaskList", {})  # told to keep working: look for work again
             return TurnOutcome()
+        if self._benchmark_exchange(turn, tools):
+            return TurnOutcome()
         if turn.sender and turn.sender != tools.ctx.name and not turn.content.startswith(AUTO_REPLY):
             first_line = turn.content.strip().splitlines()[0][:120] if turn.content.strip() else ""
             tools.call("SendMessage", {
@@ -44,6 +49,23 @@ class OfflineModel:
                 "summary": "Acknowledged",
             })
         return TurnOutcome()
+
+    @staticmethod
+    def _benchmark_exchange(turn: Turn, tools: ToolBox) -> bool:
+        """The exchanges `agentteams bench exchange` measures, through real turns and tools."""
+        ping = PING.match(turn.content)
+        if ping and turn.sender:
+            left = int(ping.group(1))
+            recipient, text = (turn.sender, f"[ping {left - 1}]") if left > 0 else (LEAD_NAME, "[ping done]")
+            tools.call("SendMessage", {"type": "message", "recipient": recipient, "content": text, "summary": "ping"})
+            return True
+        burst = BURST.match(turn.content)
+        if burst and turn.sender == LEAD_NAME:
+            for i in range(int(burst.group(1))):
+                tools.call("SendMessage", {"type": "message", "recipient": LEAD_NAME,
+                                           "content": f"[burst-item {i}] from {tools.ctx.name}", "summary": "burst"})
+            return True
+        return False
 
     def _do_task(self, task_id: str, tools: ToolBox) -> TurnOutcome:
         got = tools.call("TaskGet", {"taskId": task_id})
