@@ -72,7 +72,6 @@ class AgentLoop:
         self.tasks = TaskList(identity.root, identity.team)
         self.user_queue: deque[str] = deque()
         self.idle = False
-        self.turns = 0
 
     # ------------------------------------------------------------ inputs
 
@@ -97,13 +96,13 @@ class AgentLoop:
             index = choose_message([m for _, m in unread])
             if index is None:
                 break
-            message = unread[index][1]
+            position, message = unread[index]
             # The hand-off is the read; the message is marked read right after it, before the
             # turn runs. A crash in between redelivers it: at least once, never lost.
             sent_ns = probe.sent_ns_of(message.text)
             if sent_ns is not None:
                 probe.record(self.mailbox.paths, self.identity.name, sent_ns)
-            self.mailbox.mark_read_matching(message)
+            self.mailbox.mark_read_matching(message, position)
             if sent_ns is not None:
                 continue  # a latency probe: recorded, no turn
             body = parse_body(message.text)
@@ -163,10 +162,8 @@ class AgentLoop:
         self.idle = True
 
     def handle(self, turn: Turn) -> TurnOutcome:
-        if self.idle:
-            self.idle = False
+        self.idle = False
         self.ctx.channel.state("running", turn.task_id)
-        self.turns += 1
         self.ctx.transcript.append("user", turn.text)  # models record their own replies
         try:
             return self.model.run_turn(turn, self.tools)
@@ -179,16 +176,13 @@ class AgentLoop:
         outcome = TurnOutcome()
         while True:
             turn = self.next_turn()
-            if turn is None:
-                if not self.idle:
-                    if self.idle_hook_blocks():
-                        continue
-                    self.go_idle(outcome)
+            if turn is None and self.idle:
                 self.absorb(self.ctx.channel.wait())
                 continue
-            outcome = self.handle(turn)
-            if self.ctx.exit_requested:
-                return 0
-            if self.idle_hook_blocks():
-                continue
-            self.go_idle(outcome)
+            if turn is not None:
+                outcome = self.handle(turn)
+                if self.ctx.exit_requested:
+                    return 0
+            # After every turn, and once when there is nothing to do: one idle notification.
+            if not self.idle_hook_blocks():
+                self.go_idle(outcome)

@@ -8,7 +8,6 @@ arrival order, so a command sent while another runs is queued, never refused.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from pathlib import Path
@@ -123,8 +122,6 @@ def bind_router(ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path) -> zmq.S
     return sock
 
 
-_ids = itertools.count(1)
-
 
 class ControlClient:
     """A DEALER connected to one team's supervisor."""
@@ -137,9 +134,6 @@ class ControlClient:
         self.socket = self.ctx.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.connect(f"ipc://{path}")
-
-    def new_id(self) -> str:
-        return f"{os.getpid()}-{next(_ids)}"
 
     def notify(self, request: Request) -> None:
         """Send without waiting: for doorbells, whose reply nobody needs. A reply that comes

@@ -89,6 +89,12 @@ class _Entries:
         if self._good is not None:
             self._good.append((len(self.raw) - 1, message))
 
+    def set_raw(self, raw_index: int, message: InboxMessage) -> None:
+        """Replace the entry at ``raw_index`` of the file without decoding the others."""
+        self.raw[raw_index] = msgspec.Raw(_encoder.encode(message))
+        if self._good is not None:
+            self._good = [(i, message if i == raw_index else m) for i, m in self._good]
+
     def replace(self, position: int, message: InboxMessage) -> None:
         """Replace the message at ``position`` of :attr:`good`."""
         raw_index, _ = self.good[position]
@@ -283,14 +289,25 @@ class Mailbox:
         self._mutate(change)
         return marked
 
-    def mark_read_matching(self, message: InboxMessage) -> InboxMessage | None:
-        """Mark the first unread message equal to ``message`` (as returned by :meth:`read`)."""
+    def mark_read_matching(self, message: InboxMessage, position: int | None = None) -> InboxMessage | None:
+        """Mark the first unread message equal to ``message`` (as returned by :meth:`read`).
+        ``position`` (from :meth:`unread_entries`) is tried first, so a long history is not
+        decoded; if the file moved on since, every entry is searched."""
         found: list[InboxMessage] = []
 
         def change(entries: _Entries) -> bool:
-            for position, (_, candidate) in enumerate(entries.good):
+            if position is not None and position < len(entries.raw):
+                try:
+                    at_position = _message.decode(entries.raw[position])
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    at_position = None
+                if at_position == message:
+                    found.append(msgspec.structs.replace(message, read=True))
+                    entries.set_raw(position, found[0])
+                    return True
+            for position_, (_, candidate) in enumerate(entries.good):
                 if candidate == message:
-                    found.extend(self._mark(entries, [position]))
+                    found.extend(self._mark(entries, [position_]))
                     return bool(found)
             return False
 

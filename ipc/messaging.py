@@ -67,7 +67,7 @@ def send_shutdown_request(root: Root, team: str, sender: str, recipient: str, re
     TeamConfigStore(root, team).require_member(name)
     request_id = shutdown_request_id(name)
     body = ShutdownRequest(request_id=request_id, from_=sender, reason=reason, timestamp=now_iso())
-    Mailbox(root, team, name).append(sender=sender, text=body_text(body))
+    Mailbox(root, team, name).append(sender=sender, text=body_text(body), member_checked=True)
     return {
         "success": True,
         "message": f"Shutdown request sent to {name}. Request ID: {request_id}",

@@ -148,7 +148,7 @@ class Supervisor:
         self.sig_r, sig_w = socket.socketpair()
         self.sig_r.setblocking(False)
         sig_w.setblocking(False)
-        self._sig_w = sig_w
+        self._sig_w = sig_w  # kept referenced: the wake-up fd must stay open for the daemon's life
         signal.set_wakeup_fd(sig_w.fileno())
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_terminate)
@@ -661,6 +661,10 @@ class Supervisor:
             end.close()
         self.teammates.pop(teammate.name, None)
         self._event(teammate, status, exit_code, released, restarting=False, detail=detail)
+        self._answer_stopped(teammate)
+
+    def _answer_stopped(self, teammate: Teammate) -> None:
+        """Answer every shutdown command waiting on ``teammate``: it is gone."""
         for waiter in self.stop_waiters.pop(teammate.name, []):
             self._answer(waiter, {"name": teammate.name, "stopped": True, "exit": teammate.last_exit})
 
@@ -673,8 +677,7 @@ class Supervisor:
             self._forget(teammate, status=status, exit_code=code, detail="restart policy: never", released=released)
             return
         self._event(teammate, status, code, released, restarting=delay is not None)
-        for waiter in self.stop_waiters.pop(teammate.name, []):
-            self._answer(waiter, {"name": teammate.name, "stopped": True, "exit": teammate.last_exit})
+        self._answer_stopped(teammate)
         if delay is None:
             teammate.to(S.FAILED)
             self._set_active(teammate.name, False)

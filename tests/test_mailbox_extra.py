@@ -21,3 +21,15 @@ def test_unread_skips_read_entries_without_being_fooled_by_text(root: Path, team
     mb.append(sender="bob", text="plain")
     mb.mark_read_where(lambda m: m.text == "plain")
     assert [(i, m.text) for i, m in mb.unread_entries()] == [(0, 'tricky: {"read": true, "x": 1}')]
+
+
+def test_mark_read_matching_uses_the_position_and_falls_back_when_it_moved(root: Path, team: str) -> None:
+    mb = Mailbox(root, team, "alice")
+    for text in ("a", "b", "c"):
+        mb.append(sender="bob", text=text)
+    (position, message), = [(i, m) for i, m in mb.unread_entries() if m.text == "c"]
+    assert position == 2 and mb.mark_read_matching(message, position) is not None
+    assert [m.text for m in mb.unread()] == ["a", "b"]
+    b = mb.unread()[1]
+    assert mb.mark_read_matching(b, 0) is not None  # stale position: found by search
+    assert [m.text for m in mb.unread()] == ["a"]
