@@ -33,6 +33,7 @@ soak: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check ipc supervisor agentproc tests benchmarks
+	$(BIN)/ruff format --check ipc supervisor agentproc tests benchmarks
 	$(BIN)/mypy
 
 clean:

@@ -1,19 +1,27 @@
-"""What a teammate's tools share during one process lifetime."""
+"""What an agent's loop, model and tools share during one process lifetime."""
 
 from __future__ import annotations
 
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from agentproc.channel import Channel
-from agentproc.identity import Identity
+from ipc.launch import LaunchSpec
+from ipc.mailbox import Mailbox
+from ipc.messaging import Messenger
+from ipc.paths import TeamPaths
+from ipc.tasks import TaskList
+
+if TYPE_CHECKING:
+    from agentproc.channel import Channel
+    from agentproc.transcript import Transcript
 
 
 @dataclass
 class AgentContext:
-    identity: Identity
+    spec: LaunchSpec
     channel: Channel
     # Set by tools during a turn; read by the loop when it goes idle.
     last_dm: tuple[str, str] | None = None  # (peer, summary) of the last DM to a peer
@@ -24,13 +32,31 @@ class AgentContext:
     # Permission state: the mode can change when a plan is approved.
     permission_mode: str = "acceptEdits"
     plan_mode: bool = False
-    frames: deque[Any] = field(default_factory=deque)  # doorbell frames that arrived mid-turn
-    transcript: Any = None  # agentproc.transcript.Transcript
+    frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
+    transcript: Transcript | None = None
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.spec.root)
+        self.cwd = Path(self.spec.cwd)
+        self.paths = TeamPaths(self.root, self.spec.team_name)
+        self.team = self.paths.team
+        self.messenger = Messenger(self.root, self.team, waker=self.channel.waker())
+        self.mailbox = Mailbox(self.root, self.team, self.spec.agent_name)
+        self.tasks = TaskList(self.root, self.team, on_ready=self.channel.tasks_ready)
 
     @property
     def name(self) -> str:
-        return self.identity.name
+        return self.spec.agent_name
+
+    @property
+    def color(self) -> str:
+        return self.spec.agent_color
 
     @property
     def pane_id(self) -> str:
         return f"process:{os.getpid()}"
+
+    def resolve(self, path: str) -> Path:
+        """A tool path: absolute as given, relative to the agent's cwd otherwise."""
+        p = Path(path).expanduser()
+        return (p if p.is_absolute() else self.cwd / p).resolve()

@@ -15,7 +15,6 @@ from typing import Any
 from agentproc.context import AgentContext
 
 log = logging.getLogger("agentteams.hooks")
-EVENTS = ("TeammateIdle", "TaskCompleted", "TaskCreated")
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class HookOutcome:
 
 def settings_path(ctx: AgentContext) -> Path:
     explicit = os.environ.get("AGENTTEAMS_SETTINGS")
-    return Path(explicit) if explicit else ctx.identity.cwd / ".claude" / "settings.json"
+    return Path(explicit) if explicit else ctx.cwd / ".claude" / "settings.json"
 
 
 def _commands(ctx: AgentContext, event: str) -> list[dict[str, Any]]:
@@ -42,26 +41,36 @@ def _commands(ctx: AgentContext, event: str) -> list[dict[str, Any]]:
     found = []
     for group in groups if isinstance(groups, list) else []:
         for hook in group.get("hooks", []) if isinstance(group, dict) else []:
-            if isinstance(hook, dict) and hook.get("type", "command") == "command" and isinstance(hook.get("command"), str):
+            if (
+                isinstance(hook, dict)
+                and hook.get("type", "command") == "command"
+                and isinstance(hook.get("command"), str)
+            ):
                 found.append(hook)
     return found
 
 
 def run(ctx: AgentContext, event: str, payload: dict[str, Any]) -> HookOutcome:
     """Run every hook of ``event``; the first exit 2 blocks."""
-    data = json.dumps({
-        "hook_event_name": event,
-        "session_id": ctx.identity.parent_session_id,
-        "cwd": str(ctx.identity.cwd),
-        "team_name": ctx.identity.team,
-        "teammate_name": ctx.name,
-        **payload,
-    })
+    data = json.dumps(
+        {
+            "hook_event_name": event,
+            "session_id": ctx.spec.parent_session_id,
+            "cwd": str(ctx.cwd),
+            "team_name": ctx.team,
+            "teammate_name": ctx.name,
+            **payload,
+        }
+    )
     for hook in _commands(ctx, event):
         try:
             done = subprocess.run(
-                ["/bin/bash", "-c", hook["command"]], input=data, capture_output=True, text=True,
-                cwd=ctx.identity.cwd, timeout=float(hook.get("timeout", 60)),
+                ["/bin/bash", "-c", hook["command"]],
+                input=data,
+                capture_output=True,
+                text=True,
+                cwd=ctx.cwd,
+                timeout=float(hook.get("timeout", 60)),
             )
         except subprocess.TimeoutExpired:
             log.error("%s hook %r timed out", event, hook["command"])
@@ -69,5 +78,7 @@ def run(ctx: AgentContext, event: str, payload: dict[str, Any]) -> HookOutcome:
         if done.returncode == 2:
             return HookOutcome(blocked=True, feedback=done.stderr.strip() or f"{event} hook blocked this")
         if done.returncode != 0:
-            log.warning("%s hook %r exited %d: %s", event, hook["command"], done.returncode, done.stderr.strip())
+            log.warning(
+                "%s hook %r exited %d: %s", event, hook["command"], done.returncode, done.stderr.strip()
+            )
     return HookOutcome()

@@ -1,127 +1,142 @@
-"""The teammate loop of SPEC §7: handle → idle notification → wait → next input by priority.
+"""The agent loop of SPEC §7: handle → idle notification → wait → next input by priority.
 
 Priorities when choosing the next input (seed 000 §5):
-1. in-memory user messages pushed by the lead over the PAIR,
+1. in-memory user messages pushed by the lead over the link,
 2. a shutdown_request (even if older unread messages exist),
 3. unread messages from team-lead,
 4. any other unread message,
-5. auto-claim a task.
+5. auto-claim a task (the one the supervisor woke us for, if we can have it).
+
+A turn that fails (the model's API, a bug) gives back the task it was on, with the error
+recorded in the task; after several failed turns in a row the agent backs off, and then
+gives up: it exits with :data:`EXIT_GAVE_UP`, which the supervisor reports to the lead
+rather than restarting it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
+import time
 from collections import deque
 
-from agentproc import agents, hooks
-from agentproc.channel import Channel
+from agentproc import hooks
+from agentproc.channel import Channel, Wakeup
 from agentproc.context import AgentContext
-from agentproc.identity import Identity
-from agentproc.models import Model, Turn, TurnOutcome, load_model, wrap_message
+from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model, wrap_message
+from agentproc.permissions import ModePolicy
 from agentproc.tools import ToolBox, toolbox_for
 from agentproc.transcript import Transcript
-from ipc import messaging, probe
+from ipc import link, trace
+from ipc.agents import resolve as resolve_agent_type
 from ipc.clock import now_iso
-from ipc.config import TeamConfigStore
-from ipc.mailbox import Mailbox
+from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
-from ipc.schemas import (
-    LEAD_NAME,
-    IdleNotification,
-    InboxMessage,
-    ShutdownRequest,
-    TaskAssignment,
-    parse_body,
-)
-from ipc.tasks import TaskList, claim_prompt
-from ipc.wake import Frame, UserMessage
+from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, ShutdownRequest, TaskAssignment, parse_body
+from ipc.tasks import claim_prompt
 
 log = logging.getLogger("agentteams.agent")
 MAX_IDLE_BLOCKS = 5
 
 
-def choose_message(messages: list[InboxMessage]) -> int | None:
-    """Priorities 2–4 over an inbox: the index of the message to take next, or None."""
-    unread = [(i, m) for i, m in enumerate(messages) if not m.read]
-    for i, m in unread:
+def max_failed_turns() -> int:
+    return int(os.environ.get("AGENTTEAMS_MAX_FAILED_TURNS", "3"))
+
+
+def choose_message(unread: list[tuple[int, InboxMessage]]) -> int | None:
+    """Priorities 2–4 over the unread messages: the index of the one to take next."""
+    for i, (_, m) in enumerate(unread):
         if isinstance(parse_body(m.text), ShutdownRequest):
             return i
-    for i, m in unread:
+    for i, (_, m) in enumerate(unread):
         if m.from_ == LEAD_NAME:
             return i
-    return unread[0][0] if unread else None
+    return 0 if unread else None
 
 
 class AgentLoop:
-    def __init__(self, identity: Identity, channel: Channel, model: Model | None = None) -> None:
-        self.identity = identity
-        self.definition = agents.resolve(identity.agent_type, identity.cwd)
-        self.ctx = AgentContext(identity=identity, channel=channel)
+    def __init__(self, spec: LaunchSpec, channel: Channel, model: Model | None = None) -> None:
+        self.spec = spec
+        self.ctx = AgentContext(spec=spec, channel=channel)
+        self.definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
         # A mode given on the command line wins, then the agent definition's; a teammate
         # spawned with neither accepts edits inside its cwd (see agentproc.permissions).
-        self.ctx.permission_mode = identity.permission_mode or self.definition.permission_mode or "acceptEdits"
-        self.ctx.plan_mode = identity.plan_mode_required
-        self.ctx.transcript = Transcript(identity.root, identity.team, identity.name)
-        self.tools: ToolBox = toolbox_for(self.ctx, self.definition)
-        self.model = model or load_model(self.definition.model if identity.model == "inherit" and self.definition.model else identity.model, self)
-        self.idle_blocks = 0
-        member = TeamConfigStore(identity.root, identity.team).config_member(identity.name)
+        self.ctx.permission_mode = spec.permission_mode or self.definition.permission_mode or "acceptEdits"
+        self.ctx.plan_mode = spec.plan_mode_required
+        self.ctx.transcript = Transcript(self.ctx.paths, spec.agent_name)
+        self.tools: ToolBox = toolbox_for(self.ctx, self.definition, ModePolicy())
+        model_spec = (
+            self.definition.model if spec.model == "inherit" and self.definition.model else spec.model
+        )
+        self.model = model or load_model(model_spec, ModelContext(spec, self.definition, self.ctx.transcript))
+        member = self.ctx.messenger.store.config_member(spec.agent_name)
         self.spawn_prompt = member.prompt if member is not None and isinstance(member.prompt, str) else None
-        self.mailbox = Mailbox(identity.root, identity.team, identity.name)
-        self.tasks = TaskList(identity.root, identity.team)
         self.user_queue: deque[str] = deque()
+        self.task_hint = ""
         self.idle = False
+        self.idle_blocks = 0
+        self.failed_turns = 0  # in a row
+        self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
+        self.woke_ns = 0
 
     # ------------------------------------------------------------ inputs
 
-    def absorb(self, frames: list[Frame]) -> None:
-        frames = [*self.ctx.frames, *frames]
+    def absorb(self, woke: Wakeup) -> None:
+        self.woke_ns = woke.at_ns
+        frames = [*self.ctx.frames, *woke.frames]
         self.ctx.frames.clear()
         for frame in frames:
-            if isinstance(frame, UserMessage):
+            if isinstance(frame, link.UserMessage):
                 self.user_queue.append(frame.text)
+            elif isinstance(frame, link.Wake) and frame.task:
+                self.task_hint = frame.task
 
     def _is_stale(self, body: ShutdownRequest) -> bool:
         """A request issued before this incarnation started is for a previous process."""
         issued = request_epoch_ms(body.request_id)
-        return issued is not None and issued < self.identity.incarnation_ms
+        return issued is not None and issued < self.spec.incarnation_ms
 
     def next_turn(self) -> Turn | None:
         if self.user_queue:
             text = self.user_queue.popleft()
             return Turn(kind="user", text=text, sender=LEAD_NAME, content=text)
         while True:
-            unread = self.mailbox.unread_entries()
-            index = choose_message([m for _, m in unread])
-            if index is None:
+            # The hand-off: choose and mark read in one locked pass. A crash before the turn
+            # runs loses nothing that was not already handed over.
+            taken = self.ctx.mailbox.take(choose_message)
+            if not taken:
                 break
-            position, message = unread[index]
-            # The hand-off is the read; the message is marked read right after it, before the
-            # turn runs. A crash in between redelivers it: at least once, never lost.
-            sent_ns = probe.sent_ns_of(message.text)
-            if sent_ns is not None:
-                probe.record(self.mailbox.paths, self.identity.name, sent_ns)
-            self.mailbox.mark_read_matching(message, position)
-            if sent_ns is not None:
-                continue  # a latency probe: recorded, no turn
+            message = taken[0]
+            if trace.enabled() and isinstance(message.msg_id, str):
+                trace.record(
+                    self.ctx.paths,
+                    message.msg_id,
+                    self.spec.agent_name,
+                    woke=self.woke_ns or time.time_ns(),
+                    taken=time.time_ns(),
+                )
             body = parse_body(message.text)
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
-                log.info("%s: ignoring stale %s (before this incarnation)", self.identity.name, body.request_id)
+                log.info(
+                    "%s: ignoring stale %s (before this incarnation)", self.spec.agent_name, body.request_id
+                )
                 continue
-            summary = message.summary if isinstance(message.summary, str) else ""
-            color = message.color if isinstance(message.color, str) else ""
             return Turn(
                 kind="shutdown" if isinstance(body, ShutdownRequest) else "message",
-                text=wrap_message(message.from_, message.text, color, summary),
+                text=wrap_message(message.from_, message.text, message.color_name, message.summary_text),
                 sender=message.from_,
                 body=body,
                 task_id=body.task_id if isinstance(body, TaskAssignment) else "",
                 content=message.text,
                 is_prompt=message.from_ == LEAD_NAME and message.text == self.spawn_prompt,
             )
-        task = self.tasks.claim_next(self.identity.name)
+        if time.monotonic() < self.resume_at:
+            return None  # backing off after failed turns: messages yes, new work not yet
+        hint, self.task_hint = self.task_hint, ""
+        task = self.ctx.tasks.claim_next(self.spec.agent_name, hint=hint)
         if task is not None:
+            self.ctx.current_task = task.id
             return Turn(kind="claim", text=claim_prompt(task), task_id=task.id)
         return None
 
@@ -135,7 +150,11 @@ class AgentLoop:
             return False
         self.idle_blocks += 1
         if self.idle_blocks > MAX_IDLE_BLOCKS:
-            log.warning("%s: TeammateIdle blocked %d times in a row; going idle anyway", self.identity.name, self.idle_blocks)
+            log.warning(
+                "%s: TeammateIdle blocked %d times in a row; going idle anyway",
+                self.spec.agent_name,
+                self.idle_blocks,
+            )
             self.idle_blocks = 0
             return False
         self.user_queue.append(f"[TeammateIdle hook] {outcome.feedback}")
@@ -145,7 +164,7 @@ class AgentLoop:
         """Send exactly one idle notification per stretch of idleness."""
         last_dm, completed = self.ctx.last_dm, self.ctx.completed
         body = IdleNotification(
-            from_=self.identity.name,
+            from_=self.spec.agent_name,
             timestamp=now_iso(),
             idle_reason="failed" if outcome.failure_reason else "available",
         )
@@ -155,8 +174,9 @@ class AgentLoop:
             body.completed_task_id, body.completed_status = completed
         if outcome.failure_reason:
             body.failure_reason = outcome.failure_reason
-        messaging.send_body(self.identity.root, self.identity.team, self.identity.name, LEAD_NAME, body, color=self.identity.color)
-        self.ctx.channel.ring(LEAD_NAME)
+        if outcome.final_text:
+            body.result = outcome.final_text[:4000]
+        self.ctx.messenger.send_body(self.spec.agent_name, LEAD_NAME, body, color=self.spec.agent_color)
         self.ctx.channel.state("idle")
         self.ctx.last_dm = self.ctx.completed = None
         self.idle = True
@@ -164,25 +184,52 @@ class AgentLoop:
     def handle(self, turn: Turn) -> TurnOutcome:
         self.idle = False
         self.ctx.channel.state("running", turn.task_id)
-        self.ctx.transcript.append("user", turn.text)  # models record their own replies
+        if self.ctx.transcript is not None:
+            self.ctx.transcript.append("user", turn.text)  # models record their own replies
         try:
-            return self.model.run_turn(turn, self.tools)
+            outcome = self.model.run_turn(turn, self.tools)
         except Exception as exc:  # a model bug must not kill the teammate: report it
-            log.exception("%s: turn failed", self.identity.name)
-            return TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+            log.exception("%s: turn failed", self.spec.agent_name)
+            outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+        if outcome.failure_reason:
+            self._after_failure(outcome.failure_reason)
+        else:
+            self.failed_turns = 0
+        self.ctx.current_task = ""
+        return outcome
+
+    def _after_failure(self, reason: str) -> None:
+        """Give the task back with the error recorded; wait longer after each failure."""
+        self.failed_turns += 1
+        self.resume_at = time.monotonic() + min(30.0, 2.0 ** (self.failed_turns - 1))
+        released = self.ctx.tasks.release_owner(self.spec.agent_name, error=f"turn failed: {reason}")
+        if released:
+            log.warning("%s: turn failed (%s); released task(s) %s", self.spec.agent_name, reason, released)
+
+    def _wait_timeout(self) -> float | None:
+        backing_off = self.resume_at - time.monotonic()
+        return min(backing_off, self.spec.fallback_poll) if backing_off > 0 else None
 
     def run(self) -> int:
-        self.ctx.channel.hello(self.identity.name, os.getpid())
+        self.ctx.channel.hello(self.spec.agent_name, os.getpid())
         outcome = TurnOutcome()
         while True:
             turn = self.next_turn()
             if turn is None and self.idle:
-                self.absorb(self.ctx.channel.wait())
+                self.absorb(self.ctx.channel.wait(self._wait_timeout()))
                 continue
             if turn is not None:
                 outcome = self.handle(turn)
                 if self.ctx.exit_requested:
                     return 0
+                if self.failed_turns >= max_failed_turns():
+                    self.go_idle(outcome)
+                    print(
+                        f"{self.spec.agent_name}: gave up after {self.failed_turns} failed turns in a row: "
+                        f"{outcome.failure_reason}",
+                        file=sys.stderr,
+                    )
+                    return EXIT_GAVE_UP
             # After every turn, and once when there is nothing to do: one idle notification.
             if not self.idle_hook_blocks():
                 self.go_idle(outcome)

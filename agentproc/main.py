@@ -1,4 +1,5 @@
-"""Entry point of a teammate process: ``python -m agentproc`` with Claude Code's flags."""
+"""Entry point of an agent process: ``python -m agentproc`` with Claude Code's flags (and
+agentteams' environment, see :class:`ipc.launch.LaunchSpec`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import signal
 import sys
 from types import FrameType
 
-from agentproc.channel import Channel, PollChannel, ZmqChannel
-from agentproc.identity import parse
+from agentproc.channel import Channel, open_channel
 from agentproc.loop import AgentLoop
 from ipc.errors import AgentTeamsError
+from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
 
 _loop: AgentLoop | None = None
@@ -20,7 +21,8 @@ _loop: AgentLoop | None = None
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # Parent death or a forced stop: take every tool down with us (the whole session, so
     # also one started a moment ago and not yet registered), then go at once. Every state
-    # write is atomic, so exiting mid-write leaves the previous version intact.
+    # write leaves a readable file (or one the next writer repairs), so exiting mid-write
+    # loses nothing that was acknowledged.
     if os.getsid(0) == os.getpid():
         kill_session(os.getpid(), spare=os.getpid())
     else:  # not a session leader (started by hand): the tools we know of
@@ -35,21 +37,26 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     global _loop
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    identity = parse(sys.argv[1:] if argv is None else argv)
-    set_process_name(f"at:{identity.name}")
+    try:
+        spec = LaunchSpec.from_argv(sys.argv[1:] if argv is None else argv)
+    except AgentTeamsError as exc:
+        print(f"agentproc: {exc.message}", file=sys.stderr)
+        return 2
+    set_process_name(f"at:{spec.agent_name}")
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the lead's terminal is the lead's
     set_parent_death_signal(signal.SIGTERM)
-    if identity.supervisor_pid and os.getppid() != identity.supervisor_pid:
+    if spec.supervisor_pid and os.getppid() != spec.supervisor_pid:
         return 1  # the supervisor died before we could ask to be told: nothing to serve
-    channel: Channel = (
-        ZmqChannel(identity.wake_endpoint, identity.fallback_poll) if identity.wake == "zmq" else PollChannel()
-    )
+    channel: Channel | None = None
     try:
-        _loop = AgentLoop(identity, channel)
+        channel = open_channel(spec)
+        _loop = AgentLoop(spec, channel)
         return _loop.run()
     except AgentTeamsError as exc:
-        print(f"agentproc {identity.name}: {exc.message}", file=sys.stderr)
+        # One line, the last in the log: the supervisor hands it to whoever asked for the spawn.
+        print(f"{spec.agent_name}: {exc.message}", file=sys.stderr)
         return 1
     finally:
-        channel.close()
+        if channel is not None:
+            channel.close()

@@ -1,10 +1,13 @@
 """Permission modes and the permission_request / permission_response protocol.
 
-Policy (SPEC §7, seed 004 §4.8.3):
+Policy (SPEC §7, seed 004 §4.8.3), judged from what each tool declares (its kind and the
+paths of a call), never from its name:
 - ``bypassPermissions``: nothing asks.
 - ``acceptEdits`` (also a teammate spawned without a mode): everything inside the cwd is
-  allowed; any tool touching a path outside it asks the lead, reads included.
-- ``default``: as acceptEdits, and Write, Edit and Bash always ask.
+  allowed; any call touching a path outside it asks the lead, reads included, and so does
+  any call whose paths cannot be known (a shell command that changes directory or expands
+  variables).
+- ``default``: as acceptEdits, and every writing or executing tool always asks.
 - ``dontAsk``: whatever would ask is denied without asking.
 - ``plan`` (and plan mode before approval): read-only tools only.
 Coordination tools (SendMessage, task tools, ExitPlanMode) never ask.
@@ -13,123 +16,108 @@ Coordination tools (SendMessage, task tools, ExitPlanMode) never ask.
 from __future__ import annotations
 
 import os
-import shlex
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.replies import wait_for_reply
-from agentproc.tools.files import paths_of, resolve
-from ipc import messaging
+from agentproc.tools.base import Decision, Tool
 from ipc.paths import permission_request_id
-from ipc.schemas import (
-    LEAD_NAME,
-    PermissionGrant,
-    PermissionRequest,
-    PermissionResponse,
-    parse_body,
+from ipc.schemas import LEAD_NAME, PermissionGrant, PermissionRequest, PermissionResponse, parse_body
+
+SYSTEM_PATHS = (
+    "/dev/null",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/bin/",
+    "/usr/bin/",
+    "/usr/local/bin/",
+    "/usr/lib/",
 )
-
-COORDINATION = frozenset({"SendMessage", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList", "ExitPlanMode"})
-READ_ONLY = frozenset({"Read", "Glob", "Grep"})
-SENSITIVE = frozenset({"Write", "Edit", "Bash"})
-SYSTEM_PATHS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/bin/", "/usr/bin/", "/usr/local/bin/", "/usr/lib/")
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: Literal["allow", "ask", "deny"]
-    reason: str = ""
-    outside: tuple[str, ...] = ()
+UNKNOWN = "?"  # a path a tool cannot vouch for starts with this: "?cd $HOME"
 
 
 def timeout() -> float:
     return float(os.environ.get("AGENTTEAMS_PERMISSION_TIMEOUT", "300"))
 
 
-def bash_paths(command: str) -> list[str]:
-    """Paths a shell command mentions, by a heuristic: a word (or the part after ``=``, ``>``
-    or ``<``) that starts with ``/``, ``~`` or ``../`` and whose top-level directory exists.
-    That leaves out awk and sed programs such as ``'/total/ {print}'``; it may still take a
-    regex for a path (``/usr/``) and ask once too often, which is the safe side to err on."""
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = command.split()
-    found = []
-    for word in words:
-        if any(c.isspace() for c in word):
-            continue  # a quoted program or sentence, not a path
-        for part in word.replace("=", " ").replace(">", " ").replace("<", " ").split():
-            part = part.rstrip(";|&)")  # shell punctuation glued to the word
-            if part.startswith(("../", "~")):
-                found.append(part)
-            elif part.startswith("/"):
-                top = part.split("/")[1]
-                if top and os.path.exists("/" + top):
-                    found.append(part)
-    return found
-
-
-def outside_paths(ctx: AgentContext, tool: str, args: dict[str, Any]) -> list[str]:
-    cwd = ctx.identity.cwd.resolve()
-    raw = bash_paths(str(args.get("command", ""))) if tool == "Bash" else paths_of(tool, args)
+def outside_paths(ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> list[str]:
+    cwd = ctx.cwd.resolve()
     out = []
-    for path in raw:
+    for path in tool.paths(ctx, args):
+        if path.startswith(UNKNOWN):
+            out.append(path[1:])
+            continue
         if not path or path.startswith(SYSTEM_PATHS):
             continue
-        resolved = resolve(ctx, path)
+        resolved = ctx.resolve(path)
         if resolved != cwd and cwd not in resolved.parents:
             out.append(str(resolved))
     return out
 
 
-def decide(ctx: AgentContext, tool: str, args: dict[str, Any]) -> Decision:
-    if tool in COORDINATION:
-        return Decision("allow")
-    if ctx.plan_mode or ctx.permission_mode == "plan":
-        if tool in READ_ONLY:
+class ModePolicy:
+    """The policy of the agent's permission mode, asking the lead through its inbox."""
+
+    def offered(self, ctx: AgentContext, tools: list[Tool]) -> list[Tool]:
+        if ctx.plan_mode or ctx.permission_mode == "plan":
+            return [t for t in tools if t.kind in ("coordination", "read")]
+        return tools
+
+    def decide(self, ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> Decision:
+        if tool.kind == "coordination":
             return Decision("allow")
-        return Decision("deny", f"{tool} is not allowed in plan mode, which is read-only until the plan is approved (call ExitPlanMode)")
-    if ctx.permission_mode == "bypassPermissions":
-        return Decision("allow")
-    outside = tuple(outside_paths(ctx, tool, args))
-    if outside:
-        why = f"{tool} touches {', '.join(outside)} outside the working directory {ctx.identity.cwd}"
-    elif ctx.permission_mode == "default" and tool in SENSITIVE:
-        why = f"{tool} needs approval in default permission mode"
-    else:
-        return Decision("allow")
-    if ctx.permission_mode == "dontAsk":
-        return Decision("deny", f"dontAsk mode denies what would need approval: {why}")
-    return Decision("ask", why, outside)
+        if ctx.plan_mode or ctx.permission_mode == "plan":
+            if tool.kind == "read":
+                return Decision("allow")
+            return Decision(
+                "deny",
+                f"{tool.name} is not allowed in plan mode, which is read-only until the plan is approved (call ExitPlanMode)",
+            )
+        if ctx.permission_mode == "bypassPermissions":
+            return Decision("allow")
+        outside = tuple(outside_paths(ctx, tool, args))
+        if outside:
+            why = f"{tool.name} touches {', '.join(outside)} outside the working directory {ctx.cwd}"
+        elif ctx.permission_mode == "default" and tool.kind in ("write", "exec"):
+            why = f"{tool.name} needs approval in default permission mode"
+        else:
+            return Decision("allow")
+        if ctx.permission_mode == "dontAsk":
+            return Decision("deny", f"dontAsk mode denies what would need approval: {why}")
+        return Decision("ask", why, outside)
 
+    def ask(
+        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+    ) -> tuple[bool, dict[str, Any], str]:
+        """Ask the lead; returns (approved, input to use, reason when denied)."""
+        request_id = permission_request_id()
+        suggestions: list[dict[str, Any]] = []
+        known = [p for p in decision.outside if p.startswith("/")]
+        if known:
+            dirs = sorted({str(Path(p).parent) for p in known})
+            suggestions.append({"type": "addDirectories", "directories": dirs, "destination": "session"})
+        body = PermissionRequest(
+            request_id=request_id,
+            agent_id=ctx.name,
+            tool_name=tool.name,
+            tool_use_id=tool_use_id,
+            description=decision.reason,
+            input=args,
+            permission_suggestions=suggestions,
+        )
+        ctx.messenger.send_body(ctx.name, LEAD_NAME, body, color=ctx.color)
+        limit = timeout()
 
-def request(ctx: AgentContext, tool: str, tool_use_id: str, args: dict[str, Any], decision: Decision) -> tuple[bool, dict[str, Any], str]:
-    """Ask the lead; returns (approved, input to use, reason when denied)."""
-    request_id = permission_request_id()
-    suggestions: list[dict[str, Any]] = []
-    if decision.outside:
-        dirs = sorted({str(Path(p).parent) for p in decision.outside})
-        suggestions.append({"type": "addDirectories", "directories": dirs, "destination": "session"})
-    body = PermissionRequest(
-        request_id=request_id, agent_id=ctx.name, tool_name=tool, tool_use_id=tool_use_id,
-        description=decision.reason, input=args, permission_suggestions=suggestions,
-    )
-    messaging.send_body(ctx.identity.root, ctx.identity.team, ctx.name, LEAD_NAME, body, color=ctx.identity.color)
-    ctx.channel.ring(LEAD_NAME)
-    limit = timeout()
+        def is_answer(message: Any) -> bool:
+            answer = parse_body(message.text)
+            return isinstance(answer, PermissionResponse) and answer.request_id == request_id
 
-    def is_answer(message: Any) -> bool:
-        answer = parse_body(message.text)
-        return isinstance(answer, PermissionResponse) and answer.request_id == request_id
-
-    reply = wait_for_reply(ctx, is_answer, limit)
-    if reply is None:
-        return False, args, f"no answer to permission request {request_id} within {limit:g}s"
-    answer = parse_body(reply.text)
-    assert isinstance(answer, PermissionResponse)
-    if answer.subtype == "success" and isinstance(answer.response, PermissionGrant):
-        return True, answer.response.updated_input, ""
-    return False, args, answer.error if isinstance(answer.error, str) else "denied"
+        reply = wait_for_reply(ctx, is_answer, limit)
+        if reply is None:
+            return False, args, f"no answer to permission request {request_id} within {limit:g}s"
+        answer = parse_body(reply.text)
+        assert isinstance(answer, PermissionResponse)
+        if answer.subtype == "success" and isinstance(answer.response, PermissionGrant):
+            return True, answer.response.updated_input, ""
+        return False, args, answer.error if isinstance(answer.error, str) else "denied"

@@ -1,5 +1,5 @@
-"""Waiting for a protocol answer (permission_response, plan_approval_response) in the
-teammate's own inbox, woken by the doorbell, without losing anything else that arrives."""
+"""Waiting for a protocol answer (permission_response, plan_approval_response) in the agent's
+own inbox, woken by the doorbell, without losing anything else that arrives."""
 
 from __future__ import annotations
 
@@ -7,20 +7,21 @@ import time
 from collections.abc import Callable
 
 from agentproc.context import AgentContext
-from ipc.mailbox import Mailbox
 from ipc.schemas import InboxMessage
 
 
-def wait_for_reply(ctx: AgentContext, match: Callable[[InboxMessage], bool], timeout: float) -> InboxMessage | None:
-    """The first unread message that ``match``es, marked read; None after ``timeout`` s.
-    Other messages stay unread for the loop; doorbell frames are kept for it too."""
-    mailbox = Mailbox(ctx.identity.root, ctx.identity.team, ctx.name)
+def wait_for_reply(
+    ctx: AgentContext, match: Callable[[InboxMessage], bool], timeout: float
+) -> InboxMessage | None:
+    """The first unread message that ``match``es, taken (marked read); None after
+    ``timeout`` s. Other messages stay unread for the loop; link frames are kept for it."""
     deadline = time.monotonic() + timeout
     while True:
-        for message in mailbox.unread():
-            if match(message):
-                return mailbox.mark_read_matching(message) or message
+        taken = ctx.mailbox.take_where(match, limit=1)
+        if taken:
+            return taken[0]
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        ctx.frames.extend(ctx.channel.wait(min(remaining, ctx.identity.fallback_poll)))
+        woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
+        ctx.frames.extend(woke.frames)

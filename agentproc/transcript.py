@@ -4,7 +4,6 @@ as it happens, so it can be inspected and a restarted teammate can continue from
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from ipc.clock import now_iso
@@ -13,11 +12,16 @@ from ipc.storage import append_line, read_jsonl
 
 
 class Transcript:
-    def __init__(self, root: Path, team: str, agent: str) -> None:
-        self.path = TeamPaths(root, team).transcript(agent)
+    def __init__(self, paths: TeamPaths, agent: str) -> None:
+        self.path = paths.transcript(agent)
 
     def append(self, role: str, content: Any) -> None:
-        append_line(self.path, json.dumps({"timestamp": now_iso(), "role": role, "content": content}, ensure_ascii=False).encode())
+        append_line(
+            self.path,
+            json.dumps(
+                {"timestamp": now_iso(), "role": role, "content": content}, ensure_ascii=False
+            ).encode(),
+        )
 
     def entries(self) -> list[dict[str, Any]]:
         """Every user and assistant entry; a line torn by a kill is skipped."""
@@ -33,4 +37,6 @@ class Transcript:
 
 
 def _has_tool_use(content: Any) -> bool:
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+    )

@@ -16,13 +16,13 @@ import msgspec
 import psutil
 import zmq
 
-from ipc import probe
+from ipc import trace
 from ipc.mailbox import Mailbox
 from ipc.schemas import InboxMessage
 from ipc.storage import atomic_write
 from supervisor import Team
 
-percentiles = probe.percentiles
+percentiles = trace.percentiles
 
 
 def machine() -> dict[str, Any]:
@@ -78,22 +78,26 @@ def env(**values: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def team_of(root: Path, teammates: int, **up: Any) -> Iterator[tuple[Team, list[str]]]:
-    """A team with ``teammates`` idle offline teammates; brought down afterwards."""
+def team_of(
+    root: Path, teammates: int, model: str = "offline", **up: Any
+) -> Iterator[tuple[Team, list[str]]]:
+    """A team with ``teammates`` idle teammates; brought down (and its runtime directory
+    removed) afterwards."""
     team = Team.create("bench", root=root, cwd=str(root))
     team.up(**up)
     try:
-        names = [team.spawn(f"w{i}", prompt="") for i in range(teammates)]
+        names = [team.spawn(f"w{i}", prompt="", model=model) for i in range(teammates)]
         wait_idle(team, len(names))
         yield team, names
     finally:
         team.down(grace=2)
+        shutil.rmtree(team.paths.runtime_dir(), ignore_errors=True)
 
 
 def wait_idle(team: Team, count: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = [m["state"] for m in team.status()["teammates"]]
+        states = [m.state for m in team.status().teammates]
         if len(states) == count and all(s == "idle" for s in states):
             return
         time.sleep(0.05)
@@ -106,7 +110,13 @@ def prefill(team: Team, agent: str, count: int) -> None:
         return
     mailbox = Mailbox(team.root, team.name, agent)
     messages = [
-        InboxMessage(from_="team-lead", text=f"history {i} " + "x" * 240, timestamp="2026-01-01T00:00:00.000Z", read=True, summary="old")
+        InboxMessage(
+            from_="team-lead",
+            text=f"history {i} " + "x" * 240,
+            timestamp="2026-01-01T00:00:00.000Z",
+            read=True,
+            summary="old",
+        )
         for i in range(count)
     ]
     atomic_write(mailbox.path, msgspec.json.format(msgspec.json.encode(messages), indent=2))

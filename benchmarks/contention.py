@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from benchmarks.common import percentiles, scratch
-from ipc import Mailbox, TaskList, TeamConfigStore, storage
+from ipc import Mailbox, TaskList, TeamConfigStore
 from ipc import mailbox as mailbox_module
 
 CTX = mp.get_context("fork")
@@ -17,13 +17,13 @@ CTX = mp.get_context("fork")
 
 def _appender(root: str, writer: int, count: int, start: Any, out: Any) -> None:
     waits: list[float] = []
-    real_locked = storage.locked
+    real_locked = mailbox_module.locked
 
-    def timed_locked(path: Any, timeout: float | None = -1.0) -> Any:
+    def timed_locked(path: Any, **kwargs: Any) -> Any:
         class Timed:
             def __enter__(self) -> None:
                 t0 = time.perf_counter()
-                self.inner = real_locked(path, timeout)
+                self.inner = real_locked(path, **kwargs)
                 self.inner.__enter__()
                 waits.append((time.perf_counter() - t0) * 1e3)
 
@@ -32,7 +32,7 @@ def _appender(root: str, writer: int, count: int, start: Any, out: Any) -> None:
 
         return Timed()
 
-    mailbox_module.locked = timed_locked  # type: ignore[attr-defined]  # this child process only
+    mailbox_module.locked = timed_locked  # this child process only
     mb = Mailbox(root, "bench", "sink")
     start.wait()
     t0 = time.perf_counter()
@@ -47,7 +47,9 @@ def appends(writers: int, per_writer: int) -> dict[str, Any]:
         store.create()
         store.add_member("sink")
         start, out = CTX.Event(), CTX.Queue()
-        procs = [CTX.Process(target=_appender, args=(str(root), w, per_writer, start, out)) for w in range(writers)]
+        procs = [
+            CTX.Process(target=_appender, args=(str(root), w, per_writer, start, out)) for w in range(writers)
+        ]
         for p in procs:
             p.start()
         time.sleep(0.2)
@@ -120,6 +122,11 @@ def run(quick: bool) -> dict[str, Any]:
     sixteen = next((r for r in append_rows if r["writers"] == 16), None)
     targets = []
     if sixteen:
-        targets.append({"target": "16 contending writers ≥ 2,000 appends/s, every message present",
-                        "value": sixteen["appends_per_s"], "met": sixteen["appends_per_s"] >= 2000 and sixteen["exactly_once"]})
+        targets.append(
+            {
+                "target": "16 contending writers ≥ 2,000 appends/s, every message present",
+                "value": sixteen["appends_per_s"],
+                "met": sixteen["appends_per_s"] >= 2000 and sixteen["exactly_once"],
+            }
+        )
     return {"appends": append_rows, "claims": claim_rows, "targets": targets}

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from benchmarks.common import scratch, team_of
+from benchmarks.models import PING_MODEL
 from ipc.mailbox import Mailbox
 from ipc.messaging import send_message
 
@@ -17,7 +18,7 @@ def _lead_texts(team: Any, prefix: str) -> list[str]:
 
 
 def round_trips(wake: str, volley: int, timeout: float = 120.0) -> dict[str, Any]:
-    with scratch() as root, team_of(root, 2, wake=wake) as (team, names):
+    with scratch() as root, team_of(root, 2, model=PING_MODEL, wake=wake) as (team, names):
         a, b = names
         t0 = time.perf_counter()
         send_message(team.root, team.name, a, b, f"[ping {volley * 2}]", "ping")  # as if a had sent it
@@ -27,11 +28,17 @@ def round_trips(wake: str, volley: int, timeout: float = 120.0) -> dict[str, Any
             time.sleep(0.002)
         elapsed = time.perf_counter() - t0
         done = bool(_lead_texts(team, "[ping done]"))
-    return {"wake": wake, "round_trips": volley, "seconds": elapsed, "round_trips_per_s": volley / elapsed if done else 0.0, "completed": done}
+    return {
+        "wake": wake,
+        "round_trips": volley,
+        "seconds": elapsed,
+        "round_trips_per_s": volley / elapsed if done else 0.0,
+        "completed": done,
+    }
 
 
 def fan_in(wake: str, senders: int, each: int, timeout: float = 120.0) -> dict[str, Any]:
-    with scratch() as root, team_of(root, senders, wake=wake) as (team, _):
+    with scratch() as root, team_of(root, senders, model=PING_MODEL, wake=wake) as (team, _):
         t0 = time.perf_counter()
         team.broadcast(f"[burst {each}]", summary="burst")
         deadline = time.monotonic() + timeout
@@ -39,8 +46,15 @@ def fan_in(wake: str, senders: int, each: int, timeout: float = 120.0) -> dict[s
             time.sleep(0.005)
         elapsed = time.perf_counter() - t0
         got = _lead_texts(team, "[burst-item")
-    return {"wake": wake, "senders": senders, "each": each, "received": len(got), "unique": len(set(got)),
-            "seconds": elapsed, "messages_per_s": len(got) / elapsed}
+    return {
+        "wake": wake,
+        "senders": senders,
+        "each": each,
+        "received": len(got),
+        "unique": len(set(got)),
+        "seconds": elapsed,
+        "messages_per_s": len(got) / elapsed,
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -48,9 +62,24 @@ def run(quick: bool) -> dict[str, Any]:
     rtt = [round_trips("zmq", volley), round_trips("poll", 4 if quick else 10)]
     fans = [fan_in("zmq", n, 10 if quick else 25) for n in ((4,) if quick else (1, 4, 16))]
     zmq_rtt, poll_rtt = rtt
-    ratio = zmq_rtt["round_trips_per_s"] / poll_rtt["round_trips_per_s"] if poll_rtt["round_trips_per_s"] else float("inf")
-    return {"round_trips": rtt, "fan_in": fans, "targets": [
-        {"target": "round trips between two teammates: zmq ≫ poll (same run)", "value": ratio, "met": ratio >= 50},
-        {"target": "fan-in: every message to the lead arrives exactly once",
-         "value": float(sum(f["unique"] for f in fans)), "met": all(f["received"] == f["unique"] == f["senders"] * f["each"] for f in fans)},
-    ]}
+    ratio = (
+        zmq_rtt["round_trips_per_s"] / poll_rtt["round_trips_per_s"]
+        if poll_rtt["round_trips_per_s"]
+        else float("inf")
+    )
+    return {
+        "round_trips": rtt,
+        "fan_in": fans,
+        "targets": [
+            {
+                "target": "round trips between two teammates: zmq ≫ poll (same run)",
+                "value": ratio,
+                "met": ratio >= 50,
+            },
+            {
+                "target": "fan-in: every message to the lead arrives exactly once",
+                "value": float(sum(f["unique"] for f in fans)),
+                "met": all(f["received"] == f["unique"] == f["senders"] * f["each"] for f in fans),
+            },
+        ],
+    }

@@ -11,7 +11,7 @@ from typing import Any
 from benchmarks.common import env, percentiles, scratch
 from ipc import Mailbox, TeamConfigStore
 from ipc.clock import now_iso
-from ipc.storage import locked
+from ipc.locks import locked
 
 TEXT = "y" * 240
 
@@ -42,14 +42,18 @@ def claude_code(size: int, samples: int) -> list[float]:
     """Seed 000 §6 ``X9``: lock, JSON.parse the whole array, push, stringify, write in place."""
     with scratch() as root:
         path = Path(root) / "sink.json"
-        history = [{"from": "bob", "text": f"{i} {TEXT}", "timestamp": now_iso(), "read": True} for i in range(size)]
+        history = [
+            {"from": "bob", "text": f"{i} {TEXT}", "timestamp": now_iso(), "read": True} for i in range(size)
+        ]
         path.write_text(json.dumps(history, indent=2))
         out = []
         for i in range(samples):
             t0 = time.perf_counter()
-            with locked(path):
+            with locked(path, root=Path(root)):
                 messages = json.loads(path.read_text())
-                messages.append({"from": "bob", "text": f"new {i} {TEXT}", "timestamp": now_iso(), "read": False})
+                messages.append(
+                    {"from": "bob", "text": f"new {i} {TEXT}", "timestamp": now_iso(), "read": False}
+                )
                 path.write_text(json.dumps(messages, indent=2))
             out.append((time.perf_counter() - t0) * 1e3)
         return out
@@ -69,5 +73,11 @@ def run(quick: bool) -> dict[str, Any]:
     base = next(r for r in rows if r["history"] == 0 and r["method"].startswith("agentteams (archive"))
     top = max((r for r in rows if r["method"].startswith("agentteams (archive")), key=lambda r: r["history"])
     ratio = top["p50"] / base["p50"]
-    targets = [{"target": f"append at {top['history']:,} messages of history ≤ 2× empty", "value": ratio, "met": ratio <= 2.0}]
+    targets = [
+        {
+            "target": f"append at {top['history']:,} messages of history ≤ 2× empty",
+            "value": ratio,
+            "met": ratio <= 2.0,
+        }
+    ]
     return {"rows": rows, "targets": targets}

@@ -13,41 +13,72 @@ from typing import Any
 import zmq
 
 from benchmarks.common import env, percentiles, prefill, scratch, team_of
-from ipc import probe
+from ipc import trace
 
 SPACED = 0.010  # the pause before each send in spaced-out traffic
 
 
 def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) -> dict[str, Any]:
+    """Send → the recipient's turn starts (the message taken, marked read, handed to its
+    model), traced per message, with where the time went."""
     archive = "1000000" if inbox >= 1000 else "200"  # keep a long inbox long for the measurement
-    with scratch() as root, env(AGENTTEAMS_INBOX_ARCHIVE_AFTER=archive), team_of(root, teammates, wake=wake) as (team, names):
+    with (
+        scratch() as root,
+        env(AGENTTEAMS_INBOX_ARCHIVE_AFTER=archive, AGENTTEAMS_TRACE="1"),
+        team_of(root, teammates, wake=wake) as (team, names),
+    ):
         target = names[0]
         prefill(team, target, inbox)
-        team.send(target, probe.probe_text(), summary="warm-up")
+        team.send(target, "warm-up", summary="warm-up")
         time.sleep(0.6 if wake == "poll" else 0.05)
-        before = len(probe.records(team.paths))
+        seen = {s.msg_id for s in trace.spans(team.paths)}
         for i in range(samples):
-            team.send(target, probe.probe_text(), summary="latency probe")
+            team.send(target, f"sample {i}", summary="latency sample")
             if pause:
                 time.sleep(pause)
             elif wake == "zmq":
                 # Continuous, closed loop: the next send as soon as this one was taken, so the
                 # figure is latency back to back, not the queue an open-loop sender would build.
-                _wait_records(team, before + i + 1, timeout=5)
-        deadline = time.monotonic() + 15
-        while len(probe.records(team.paths)) < before + samples and time.monotonic() < deadline:
-            time.sleep(0.05)
-        values = [r.latency_ms for r in probe.records(team.paths)[before:]]
-    row: dict[str, Any] = {"path": "agentteams", "wake": wake, "teammates": teammates, "traffic": "spaced" if pause else "continuous",
-           "inbox": inbox, **percentiles(values)}
+                _wait_taken(team, seen, i + 1, timeout=5)
+        _wait_taken(team, seen, samples, timeout=15)
+        spans = _taken(team, seen)
+    values = [s.latency_ms for s in spans]
+    row: dict[str, Any] = {
+        "path": "agentteams",
+        "wake": wake,
+        "teammates": teammates,
+        "traffic": "spaced" if pause else "continuous",
+        "inbox": inbox,
+        **percentiles(values),
+    }
+    row["stages_ms"] = stages(spans)
     row["lost"] = samples - len(values)
     row["values"] = values
     return row
 
 
-def _wait_records(team: Any, count: int, timeout: float) -> None:
+def stages(spans: list[trace.Span]) -> dict[str, float]:
+    """Median of each stage: the sender's inbox write, its wake, the wake reaching the
+    recipient, the recipient's take (read + mark read)."""
+
+    def median(values: list[float]) -> float:
+        return percentiles(values)["p50"]
+
+    return {
+        "write": median([(s.written - s.sent) / 1e6 for s in spans if s.written]),
+        "wake_send": median([(s.wake_sent - s.written) / 1e6 for s in spans if s.wake_sent]),
+        "wake": median([(s.woke - s.wake_sent) / 1e6 for s in spans if s.woke and s.wake_sent]),
+        "take": median([(s.taken - s.woke) / 1e6 for s in spans if s.woke]),
+    }
+
+
+def _taken(team: Any, seen: set[str]) -> list[trace.Span]:
+    return [s for s in trace.spans(team.paths) if s.msg_id not in seen and s.sent and s.taken]
+
+
+def _wait_taken(team: Any, seen: set[str], count: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while len(probe.records(team.paths)) < count and time.monotonic() < deadline:
+    while len(_taken(team, seen)) < count and time.monotonic() < deadline:
         time.sleep(0.0002)
 
 
@@ -131,13 +162,32 @@ def floor_zmq_pair(samples: int, pause: float) -> list[float]:
 def run(quick: bool) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     n_floor = 200 if quick else 2000
-    for label, fn in (("in-process queue", floor_queue), ("AF_UNIX datagram", floor_unix_dgram), ("bare ZeroMQ PAIR", floor_zmq_pair)):
+    for label, fn in (
+        ("in-process queue", floor_queue),
+        ("AF_UNIX datagram", floor_unix_dgram),
+        ("bare ZeroMQ PAIR", floor_zmq_pair),
+    ):
         for pause in (0.0, SPACED):
             values = fn(n_floor if not pause else n_floor // 10, pause)
-            rows.append({"path": f"floor: {label}", "wake": "-", "teammates": 0, "traffic": "spaced" if pause else "continuous",
-                         "inbox": 0, **percentiles(values), "lost": 0, "values": values})
+            rows.append(
+                {
+                    "path": f"floor: {label}",
+                    "wake": "-",
+                    "teammates": 0,
+                    "traffic": "spaced" if pause else "continuous",
+                    "inbox": 0,
+                    **percentiles(values),
+                    "lost": 0,
+                    "values": values,
+                }
+            )
     if quick:
-        plan = [(1, "zmq", SPACED, 10, 40), (4, "zmq", SPACED, 10, 40), (1, "zmq", 0.0, 10, 40), (1, "poll", SPACED, 10, 16)]
+        plan = [
+            (1, "zmq", SPACED, 10, 40),
+            (4, "zmq", SPACED, 10, 40),
+            (1, "zmq", 0.0, 10, 40),
+            (1, "poll", SPACED, 10, 16),
+        ]
     else:
         plan = []
         for n in (1, 4, 16, 64):
@@ -154,18 +204,43 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         matches = [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
         return max(matches, key=lambda r: r["teammates"]) if matches else None
 
-    zmq_row = find(path="agentteams", wake="zmq", traffic="spaced", inbox=10, teammates=16) or find(path="agentteams", wake="zmq", traffic="spaced", inbox=10)
+    zmq_row = find(path="agentteams", wake="zmq", traffic="spaced", inbox=10, teammates=16) or find(
+        path="agentteams", wake="zmq", traffic="spaced", inbox=10
+    )
     poll_row = find(path="agentteams", wake="poll", traffic="spaced", inbox=10)
     floor = find(path="floor: bare ZeroMQ PAIR", traffic="spaced")
     out = []
     if zmq_row:
         label = f"zmq, spaced, {zmq_row['teammates']} idle teammates"
-        out.append({"target": f"send→wake p50 ≤ 1 ms ({label})", "value": zmq_row["p50"], "met": zmq_row["p50"] <= 1.0})
-        out.append({"target": f"send→wake p99 ≤ 5 ms ({label})", "value": zmq_row["p99"], "met": zmq_row["p99"] <= 5.0})
+        out.append(
+            {
+                "target": f"send→wake p50 ≤ 1 ms ({label})",
+                "value": zmq_row["p50"],
+                "met": zmq_row["p50"] <= 1.0,
+            }
+        )
+        out.append(
+            {
+                "target": f"send→wake p99 ≤ 5 ms ({label})",
+                "value": zmq_row["p99"],
+                "met": zmq_row["p99"] <= 5.0,
+            }
+        )
         if floor:
-            out.append({"target": "stretch: p50 ≤ 0.3 ms, within 4× of the bare PAIR floor", "value": zmq_row["p50"],
-                        "met": zmq_row["p50"] <= 0.3 and zmq_row["p50"] <= 4 * floor["p50"]})
+            out.append(
+                {
+                    "target": "stretch: p50 ≤ 0.3 ms, within 4× of the bare PAIR floor",
+                    "value": zmq_row["p50"],
+                    "met": zmq_row["p50"] <= 0.3 and zmq_row["p50"] <= 4 * floor["p50"],
+                }
+            )
         if poll_row:
             ratio = poll_row["p50"] / zmq_row["p50"] if zmq_row["p50"] else float("inf")
-            out.append({"target": "p50 ≥ 200× lower than the 500 ms poll (same run)", "value": ratio, "met": ratio >= 200})
+            out.append(
+                {
+                    "target": "p50 ≥ 200× lower than the 500 ms poll (same run)",
+                    "value": ratio,
+                    "met": ratio >= 200,
+                }
+            )
     return out

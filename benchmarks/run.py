@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -40,39 +41,83 @@ def tables(results: dict[str, Any]) -> list[Table]:
         for col in ("path", "wake", "teammates", "traffic", "inbox", "n", "p50", "p90", "p99", "max", "lost"):
             t.add_column(col, justify="right" if col not in ("path", "wake", "traffic") else "left")
         for r in results["latency"]["rows"]:
-            t.add_row(r["path"], r["wake"], str(r["teammates"] or "-"), r["traffic"], str(r["inbox"] or "-"), str(r["n"]),
-                      _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]), str(r["lost"]))
+            t.add_row(
+                r["path"],
+                r["wake"],
+                str(r["teammates"] or "-"),
+                r["traffic"],
+                str(r["inbox"] or "-"),
+                str(r["n"]),
+                _ms(r["p50"]),
+                _ms(r["p90"]),
+                _ms(r["p99"]),
+                _ms(r["max"]),
+                str(r["lost"]),
+            )
         out.append(t)
     if "exchange" in results:
         t = Table(title="exchanges through real turns")
         for col in ("measure", "wake", "size", "seconds", "rate"):
             t.add_column(col, justify="right" if col != "measure" else "left")
         for r in results["exchange"]["round_trips"]:
-            t.add_row("round trips, two teammates", r["wake"], str(r["round_trips"]), f"{r['seconds']:.2f}", f"{r['round_trips_per_s']:.1f}/s")
+            t.add_row(
+                "round trips, two teammates",
+                r["wake"],
+                str(r["round_trips"]),
+                f"{r['seconds']:.2f}",
+                f"{r['round_trips_per_s']:.1f}/s",
+            )
         for r in results["exchange"]["fan_in"]:
-            t.add_row(f"fan-in, {r['senders']} → lead ({r['unique']}/{r['senders'] * r['each']} unique)", r["wake"],
-                      str(r["senders"] * r["each"]), f"{r['seconds']:.2f}", f"{r['messages_per_s']:.0f} msg/s")
+            t.add_row(
+                f"fan-in, {r['senders']} → lead ({r['unique']}/{r['senders'] * r['each']} unique)",
+                r["wake"],
+                str(r["senders"] * r["each"]),
+                f"{r['seconds']:.2f}",
+                f"{r['messages_per_s']:.0f} msg/s",
+            )
         out.append(t)
     if "contention" in results:
         t = Table(title="N processes appending to one inbox")
-        for col in ("writers", "appends", "appends/s", "lock wait p50 ms", "lock wait p99 ms", "fairness (Jain)", "exactly once"):
+        for col in (
+            "writers",
+            "appends",
+            "appends/s",
+            "lock wait p50 ms",
+            "lock wait p99 ms",
+            "fairness (Jain)",
+            "exactly once",
+        ):
             t.add_column(col, justify="right")
         for r in results["contention"]["appends"]:
-            t.add_row(str(r["writers"]), str(r["appends"]), f"{r['appends_per_s']:.0f}", _ms(r["lock_wait_ms"]["p50"]),
-                      _ms(r["lock_wait_ms"]["p99"]), f"{r['fairness_jain']:.3f}", "yes" if r["exactly_once"] else "NO")
+            t.add_row(
+                str(r["writers"]),
+                str(r["appends"]),
+                f"{r['appends_per_s']:.0f}",
+                _ms(r["lock_wait_ms"]["p50"]),
+                _ms(r["lock_wait_ms"]["p99"]),
+                f"{r['fairness_jain']:.3f}",
+                "yes" if r["exactly_once"] else "NO",
+            )
         out.append(t)
         t = Table(title="N claimers racing for K tasks")
         for col in ("claimers", "tasks", "claims/s", "exactly once"):
             t.add_column(col, justify="right")
         for r in results["contention"]["claims"]:
-            t.add_row(str(r["claimers"]), str(r["tasks"]), f"{r['claims_per_s']:.0f}", "yes" if r["exactly_once"] else "NO")
+            t.add_row(
+                str(r["claimers"]),
+                str(r["tasks"]),
+                f"{r['claims_per_s']:.0f}",
+                "yes" if r["exactly_once"] else "NO",
+            )
         out.append(t)
     if "growth" in results:
         t = Table(title="append cost against inbox history (ms)")
         for col in ("method", "history", "p50", "p90", "p99", "max"):
             t.add_column(col, justify="right" if col != "method" else "left")
         for r in results["growth"]["rows"]:
-            t.add_row(r["method"], f"{r['history']:,}", _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
+            t.add_row(
+                r["method"], f"{r['history']:,}", _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"])
+            )
         out.append(t)
     if "spawn" in results:
         t = Table(title="spawn → ready (ms) and memory per idle teammate")
@@ -88,7 +133,13 @@ def tables(results: dict[str, Any]) -> list[Table]:
         for col in ("wake", "teammates", "measured s", "CPU s", "read syscalls"):
             t.add_column(col, justify="right")
         for r in results["idle"]["rows"]:
-            t.add_row(r["wake"], str(r["teammates"]), f"{r['seconds']:.0f}", f"{r['cpu_s_per_teammate_min']:.4f}", f"{r['reads_per_teammate_min']:.0f}")
+            t.add_row(
+                r["wake"],
+                str(r["teammates"]),
+                f"{r['seconds']:.0f}",
+                f"{r['cpu_s_per_teammate_min']:.4f}",
+                f"{r['reads_per_teammate_min']:.0f}",
+            )
         out.append(t)
     targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
     if targets:
@@ -123,7 +174,11 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
             values = sorted(r.get("values") or [])
             if not values or r["traffic"] != "spaced":
                 continue
-            label = r["path"] if r["path"].startswith("floor") else f"{r['wake']}, {r['teammates']} teammates, inbox {r['inbox']}"
+            label = (
+                r["path"]
+                if r["path"].startswith("floor")
+                else f"{r['wake']}, {r['teammates']} teammates, inbox {r['inbox']}"
+            )
             ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=label)
         ax.set_xscale("log")
         ax.set_xlabel("send → wake, ms (log)")
@@ -147,7 +202,9 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         rows = results["growth"]["rows"]
         for method in dict.fromkeys(r["method"] for r in rows):
             series = [r for r in rows if r["method"] == method]
-            ax.plot([max(1, r["history"]) for r in series], [r["p50"] for r in series], marker="o", label=method)
+            ax.plot(
+                [max(1, r["history"]) for r in series], [r["p50"] for r in series], marker="o", label=method
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("messages of history (0 plotted at 1)")
@@ -161,10 +218,21 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
 
 def main(suite: str = "all", quick: bool = False, out: Path | None = None, as_json: bool = False) -> int:
     out = out or DEFAULT_OUT
+    # Teammates of benchmark teams load benchmarks.models from this checkout.
+    checkout = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
+    if suite != "all" and suite not in SUITES:
+        from ipc.errors import InvalidInput
+
+        raise InvalidInput(f"unknown benchmark suite {suite!r}; use one of {', '.join(SUITES)} or all")
     out.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 150)
     chosen = list(SUITES) if suite == "all" else [suite]
-    results: dict[str, Any] = {"machine": machine(), "quick": quick, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "quick": quick,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     console.print(f"[bold]machine[/] {results['machine']}")
     for name in chosen:
         t0 = time.monotonic()

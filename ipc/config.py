@@ -1,7 +1,9 @@
 """The team config, ``teams/{team}/config.json``: every read-modify-write under its lock.
 
 Unlike Claude Code, which writes config.json without a lock, concurrent spawns here never
-lose a member.
+lose a member. A rewrite keeps every field it does not know, at the top level and in each
+member (SPEC §2.2). Reads are cached against the file's identity, so the hot path (every
+send checks membership) decodes the file only when it changed.
 """
 
 from __future__ import annotations
@@ -16,27 +18,55 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
+from ipc.boundary import decode_errors, os_errors
 from ipc.clock import now_ms
-from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound, StorageError
-from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name
+from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
+from ipc.locks import locked
+from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
+from ipc.preserve import merged, read_object
 from ipc.schemas import BACKEND_TYPE, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
-from ipc.storage import atomic_write, ensure_dir, locked, read_bytes, refuse_claude_root
+from ipc.storage import atomic_write, ensure_dir, read_bytes
 
 _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
+FileKey = tuple[int, int, int]  # inode, mtime ns, size
 
 # Member fields a caller may change with update_member (agentId and name identify it).
 _UPDATABLE = {
-    "agent_type", "model", "prompt", "color", "plan_mode_required", "tmux_pane_id", "cwd",
-    "subscriptions", "backend_type", "is_active",
+    "agent_type",
+    "model",
+    "prompt",
+    "color",
+    "plan_mode_required",
+    "tmux_pane_id",
+    "cwd",
+    "subscriptions",
+    "backend_type",
+    "is_active",
 }
 
 
 def _decode(path: Path, data: bytes) -> TeamConfig:
-    try:
+    with decode_errors(path, "team config"):
         return _decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptFile(path, f"not a valid team config ({exc})") from exc
+
+
+def file_key(path: Path) -> FileKey | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def encode_config(config: TeamConfig, original: dict[str, Any] | None) -> bytes:
+    """The config as written: our fields, and every other writer's kept in place."""
+    out = merged(original, config)
+    before: dict[Any, dict[str, Any]] = {}
+    if original and isinstance(original.get("members"), list):
+        before = {m.get("agentId"): m for m in original["members"] if isinstance(m, dict)}
+    out["members"] = [merged(before.get(m.agent_id), m) for m in config.members]
+    return dump_json(out)
 
 
 class TeamConfigStore:
@@ -45,21 +75,32 @@ class TeamConfigStore:
         self.team = self.paths.team
         self.path = self.paths.config
         self._join_counter = self.paths.team_dir / ".joined"
+        self._cached: tuple[FileKey, TeamConfig] | None = None
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def read(self) -> TeamConfig:
+        """The config as on disk now (decoded again only if the file changed)."""
+        key = file_key(self.path)
+        if key is None:
+            raise NotFound(
+                f"team {self.team!r} does not exist under {self.paths.root}; create it with 'agentteams team create {self.team}'"
+            )
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
         data = read_bytes(self.path)
         if data is None:
-            raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}; create it with 'agentteams team create {self.team}'")
-        return _decode(self.path, data)
+            raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
+        config = _decode(self.path, data)
+        self._cached = (key, config)
+        return config
 
     def config_member(self, name: str) -> Member | None:
         """The member called ``name``, or None (also when the team has no readable config)."""
         try:
             return self.read().member(normalise_agent_name(name))
-        except (NotFound, CorruptFile):
+        except (NotFound, CorruptFile, InvalidInput):
             return None
 
     def require_member(self, name: str) -> Member:
@@ -71,11 +112,14 @@ class TeamConfigStore:
         return member
 
     def _mutate(self, change: Callable[[TeamConfig], T]) -> T:
-        refuse_claude_root(self.paths.root)
-        with locked(self.path):
-            config = self.read()
+        with locked(self.path, root=self.paths.root):
+            data = read_bytes(self.path)
+            if data is None:
+                raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
+            config = _decode(self.path, data)
             result = change(config)
-            atomic_write(self.path, dump_json(config))
+            atomic_write(self.path, encode_config(config, read_object(data)))
+            self._cached = None
             return result
 
     def create(
@@ -87,11 +131,10 @@ class TeamConfigStore:
         lead_session_id: str | None = None,
     ) -> TeamConfig:
         """Create the team with its lead member; refuses an existing team."""
-        refuse_claude_root(self.paths.root)
         ensure_dir(self.paths.team_dir)
         ensure_dir(self.paths.inboxes)
         ensure_dir(self.paths.tasks_dir)
-        with locked(self.path):
+        with locked(self.path, root=self.paths.root):
             if self.path.exists():
                 raise Conflict(f"team {self.team!r} already exists; pick another name or delete it first")
             created = now_ms()
@@ -116,7 +159,8 @@ class TeamConfigStore:
                 ],
             )
             atomic_write(self.path, dump_json(config))
-            atomic_write(self.paths.tasks_lock, b"")
+            if not self.paths.tasks_lock.exists():
+                atomic_write(self.paths.tasks_lock, b"")
             return config
 
     def add_member(
@@ -128,6 +172,7 @@ class TeamConfigStore:
         prompt: str = "",
         plan_mode_required: bool = False,
         cwd: str | None = None,
+        backend_type: str = BACKEND_TYPE,
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``…; the color follows join order."""
         base = normalise_agent_name(name)
@@ -152,7 +197,7 @@ class TeamConfigStore:
                 tmux_pane_id="",
                 cwd=cwd or os.getcwd(),
                 subscriptions=[],
-                backend_type=BACKEND_TYPE,
+                backend_type=backend_type,
                 is_active=False,
             )
             config.members.append(member)
@@ -163,14 +208,16 @@ class TeamConfigStore:
     def _next_join_index(self) -> int:
         # Called under the config lock. Join order survives removals, as in Claude Code.
         data = read_bytes(self._join_counter)
-        index = int(data or b"0")
+        index = int(data or b"0") if (data or b"0").strip().isdigit() else 0
         atomic_write(self._join_counter, str(index + 1).encode())
         return index
 
     def update_member(self, name: str, **changes: Any) -> Member:
         unknown = set(changes) - _UPDATABLE
         if unknown:
-            raise InvalidInput(f"cannot update member field(s) {sorted(unknown)}; allowed: {sorted(_UPDATABLE)}")
+            raise InvalidInput(
+                f"cannot update member field(s) {sorted(unknown)}; allowed: {sorted(_UPDATABLE)}"
+            )
         target = normalise_agent_name(name)
 
         def update(config: TeamConfig) -> Member:
@@ -197,51 +244,61 @@ class TeamConfigStore:
 
         return self._mutate(remove)
 
-    def delete(self) -> None:
-        """Remove ``teams/{team}`` and ``tasks/{team}``; refused while teammates remain."""
-        refuse_claude_root(self.paths.root)
-        with locked(self.path):
-            config = self.read()
-            remaining = [m.name for m in config.teammates()]
-            if remaining:
+    def delete(self, *, force: bool = False) -> None:
+        """Remove ``teams/{team}`` and ``tasks/{team}``; refused while teammates remain
+        (``force``: remove them too, for a team whose supervisor has already stopped them).
+        A config that does not parse does not stop a delete."""
+        with locked(self.path, root=self.paths.root):
+            data = read_bytes(self.path)
+            if data is None:
+                raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
+            try:
+                remaining = [m.name for m in _decode(self.path, data).teammates()]
+            except CorruptFile:
+                remaining = []
+            if remaining and not force:
                 raise Conflict(
                     f"team {self.team!r} still has {len(remaining)} teammate(s): {', '.join(remaining)}; "
                     "shut them down first or use --force"
                 )
-            try:
+            with os_errors(f"could not delete team {self.team!r}"):
                 if self.paths.tasks_dir.exists():
                     shutil.rmtree(self.paths.tasks_dir)
                 # Config last, so a crash mid-delete leaves a team that can be deleted again.
                 for child in sorted(self.paths.team_dir.iterdir()):
-                    if child.name in (self.path.name, self.path.name + ".lock"):
+                    if child.name in (self.path.name, "config.lock", "config.json.lock"):
                         continue
                     if child.is_dir():
                         shutil.rmtree(child)
                     else:
                         child.unlink()
                 self.path.unlink()
-            except OSError as exc:
-                raise StorageError(f"could not delete team {self.team!r}: {exc}") from exc
         shutil.rmtree(self.paths.team_dir, ignore_errors=True)
+        self._cached = None
 
 
 def list_teams(root: str | os.PathLike[str] | None) -> list[TeamConfig]:
-    """Every team under ``root`` whose config parses, by name."""
-    from ipc.paths import resolve_root
+    """Every team under ``root`` whose config parses, by name (see :func:`scan_teams`)."""
+    return scan_teams(root)[0]
 
+
+def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], list[str]]:
+    """Every team under ``root`` whose config parses, by name; and a one-line problem for
+    each team directory whose config does not (never silently omitted)."""
     teams_dir = resolve_root(root) / "teams"
     found: list[TeamConfig] = []
+    problems: list[str] = []
     if not teams_dir.is_dir():
-        return found
+        return found, problems
     for entry in sorted(teams_dir.iterdir()):
         data = read_bytes(entry / "config.json") if entry.is_dir() else None
         if data is None:
             continue
         try:
             found.append(_decode(entry / "config.json", data))
-        except CorruptFile:
-            continue
-    return found
+        except CorruptFile as exc:
+            problems.append(exc.message)
+    return found, problems
 
 
-__all__ = ["TeamConfigStore", "list_teams", "UNSET"]
+__all__ = ["TeamConfigStore", "encode_config", "file_key", "list_teams", "scan_teams", "UNSET"]

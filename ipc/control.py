@@ -1,96 +1,127 @@
-"""The supervisor's control socket: a ZeroMQ ROUTER for the CLI and the Python API.
+"""The supervisor's control socket: a ZeroMQ ROUTER for the CLI, the Python API and agents.
 
 Requests and replies are msgspec msgpack frames, strictly decoded and size-bounded. Each
-request carries an id; the supervisor answers every request exactly once, possibly later
-(a spawn is answered when the teammate is ready), and handles requests one at a time in
-arrival order, so a command sent while another runs is queued, never refused.
+request carries an id and names the Struct its reply decodes to. The server answers every
+request exactly once, possibly later (a spawn is answered when the teammate is ready), and
+the supervisor handles requests one at a time in arrival order, so a command sent while
+another runs is queued, never refused.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 import zmq
 
-from ipc.errors import NotRunning, SupervisorError
-from ipc.wake import strict_decode
+from ipc.boundary import input_errors, zmq_errors
+from ipc.errors import InvalidInput, NotRunning, SupervisorError, Timeout
+from ipc.launch import SpawnReply, StopReply, TeammateOptions, TeamStatus
+from ipc.poller import shut
 
 MAX_REQUEST_BYTES = 256 * 1024
+R = TypeVar("R", bound=msgspec.Struct)
 
 
-class Spawn(msgspec.Struct, tag=True, kw_only=True):
+class Ack(msgspec.Struct, kw_only=True):
+    """A reply that says only: done."""
+
+    done: bool = True
+
+
+class WakeReply(msgspec.Struct, kw_only=True):
+    woken: list[str] = []
+
+
+class _Request(msgspec.Struct, tag=True, kw_only=True):
     id: str
-    name: str
-    prompt: str = ""
-    model: str = "offline"
-    agent_type: str = "general-purpose"
-    plan_mode_required: bool = False
-    permission_mode: str = ""
-    cwd: str = ""
+    Reply: ClassVar[type[msgspec.Struct]] = Ack
 
 
-class Restart(msgspec.Struct, tag=True, kw_only=True):
+class Spawn(_Request):
+    options: TeammateOptions
+    Reply: ClassVar[type[msgspec.Struct]] = SpawnReply
+
+
+class Restart(_Request):
     """Start a member of the config again (after it failed or the supervisor died)."""
 
-    id: str
     name: str
+    Reply: ClassVar[type[msgspec.Struct]] = SpawnReply
 
 
-class WakeAgent(msgspec.Struct, tag=True, kw_only=True):
-    id: str
-    name: str
+class TasksReady(_Request):
+    """Tasks that can be claimed now: the supervisor wakes one idle teammate for each."""
+
+    ids: list[str] = []
+    Reply: ClassVar[type[msgspec.Struct]] = WakeReply
 
 
-class Push(msgspec.Struct, tag=True, kw_only=True):
+class Push(_Request):
     """An in-memory user message to a teammate (priority 1 of its loop)."""
 
-    id: str
     name: str
     text: str
 
 
-class Shutdown(msgspec.Struct, tag=True, kw_only=True):
-    id: str
+class Shutdown(_Request):
     name: str
     force: bool = False
     reason: str = "The lead asked you to shut down."
     grace: float = 10.0
+    Reply: ClassVar[type[msgspec.Struct]] = StopReply
 
 
-class Status(msgspec.Struct, tag=True, kw_only=True):
-    id: str
+class Status(_Request):
+    Reply: ClassVar[type[msgspec.Struct]] = TeamStatus
 
 
-class Down(msgspec.Struct, tag=True, kw_only=True):
-    id: str
+class Down(_Request):
     grace: float = 5.0
 
 
-Request = Spawn | Restart | WakeAgent | Push | Shutdown | Status | Down
+class AttachLead(_Request):
+    """A lead agent (pid) takes over the lead's inbox: plans, permissions and reports are
+    its to answer while it runs; the supervisor watches the pid and takes them back after."""
+
+    pid: int
+
+
+Request = Spawn | Restart | TasksReady | Push | Shutdown | Status | Down | AttachLead
 
 
 class Reply(msgspec.Struct, kw_only=True):
     id: str
     ok: bool
-    result: Any = None
+    result: msgspec.Raw = msgspec.Raw(b"\xc0")  # msgpack nil
     error: str = ""
 
 
 _request_decoder: msgspec.msgpack.Decoder[Request] = msgspec.msgpack.Decoder(Request)
 _reply_decoder = msgspec.msgpack.Decoder(Reply)
 _encoder = msgspec.msgpack.Encoder()
+_ids = itertools.count(1)
+
+
+def new_id() -> str:
+    return f"{os.getpid()}-{next(_ids)}"
 
 
 def decode_request(data: bytes) -> Request:
-    return strict_decode(_request_decoder, data, MAX_REQUEST_BYTES, "request")
+    if len(data) > MAX_REQUEST_BYTES:
+        raise InvalidInput(f"request of {len(data)} bytes exceeds {MAX_REQUEST_BYTES}")
+    with input_errors("request"):
+        return _request_decoder.decode(data)
 
 
 def request_id_of(data: bytes) -> str:
-    """Best effort: the id of a request that failed to decode, so the error reply can name it."""
+    """Best effort: the id of a request that failed to decode, so the error can name it."""
     try:
         raw = msgspec.msgpack.decode(data)
     except msgspec.DecodeError:
@@ -98,7 +129,7 @@ def request_id_of(data: bytes) -> str:
     return str(raw.get("id", "")) if isinstance(raw, dict) else ""
 
 
-def encode(obj: Request | Reply) -> bytes:
+def encode(obj: msgspec.Struct) -> bytes:
     return _encoder.encode(obj)
 
 
@@ -106,21 +137,66 @@ def control_path(runtime_dir: Path) -> Path:
     return runtime_dir / "control.sock"
 
 
-def bind_router(ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path) -> zmq.Socket[bytes]:
-    path = control_path(runtime_dir)
-    path.unlink(missing_ok=True)
-    sock = ctx.socket(zmq.ROUTER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_REQUEST_BYTES)
-    sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-    try:
-        sock.bind(f"ipc://{path}")
-    except zmq.ZMQError as exc:
-        sock.close(0)
-        raise SupervisorError(f"cannot bind the control socket at {path}: {exc}") from exc
-    os.chmod(path, 0o600)
-    return sock
+@dataclass(frozen=True)
+class Caller:
+    """Who is waiting for the answer to one request."""
 
+    identity: bytes
+    request_id: str
+
+
+class ControlServer:
+    """The supervisor's end: receives requests, answers each once (now or later)."""
+
+    def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path) -> None:
+        self.path = control_path(runtime_dir)
+        self.path.unlink(missing_ok=True)
+        self.socket = ctx.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_REQUEST_BYTES)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        with zmq_errors(f"cannot bind the control socket at {self.path}"):
+            try:
+                self.socket.bind(f"ipc://{self.path}")
+            except zmq.ZMQError:
+                self.socket.close(0)
+                raise
+        os.chmod(self.path, 0o600)
+
+    def receive(self) -> list[tuple[Caller, Request]]:
+        """Every request waiting now. A malformed one is answered with its error here."""
+        out: list[tuple[Caller, Request]] = []
+        while True:
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return out
+            if len(frames) != 2:
+                continue  # not a DEALER speaking our protocol: drop
+            identity, data = frames
+            try:
+                request = decode_request(data)
+            except InvalidInput as exc:
+                self.fail(Caller(identity, request_id_of(data)), exc.message)
+                continue
+            out.append((Caller(identity, request.id), request))
+
+    def _send(self, caller: Caller, reply: Reply) -> None:
+        try:
+            self.socket.send_multipart([caller.identity, encode(reply)], zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass  # the caller went away: nobody to tell
+
+    def answer(self, caller: Caller, result: msgspec.Struct | None = None) -> None:
+        payload = msgspec.Raw(encode(result if result is not None else Ack()))
+        self._send(caller, Reply(id=caller.request_id, ok=True, result=payload))
+
+    def fail(self, caller: Caller, error: str) -> None:
+        self._send(caller, Reply(id=caller.request_id, ok=False, error=error))
+
+    def close(self) -> None:
+        self.socket.close(0)
+        self.path.unlink(missing_ok=True)
 
 
 class ControlClient:
@@ -129,28 +205,26 @@ class ControlClient:
     def __init__(self, runtime_dir: Path) -> None:
         path = control_path(runtime_dir)
         if not path.exists():
-            raise NotRunning(f"no supervisor is running for this team (no {path}); start it with 'agentteams up TEAM'")
+            raise NotRunning(
+                f"no supervisor is running for this team (no {path}); start it with 'agentteams up TEAM'"
+            )
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context(io_threads=1)
         self.socket = self.ctx.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.connect(f"ipc://{path}")
+        self._finalizer = weakref.finalize(self, shut, self.ctx, [self.socket], 0)
 
-    def notify(self, request: Request) -> None:
-        """Send without waiting: for doorbells, whose reply nobody needs. A reply that comes
-        back anyway is skipped by the next :meth:`call`, which matches ids."""
-        try:
-            self.socket.send(encode(request), zmq.NOBLOCK)
-        except zmq.ZMQError:
-            pass  # the doorbell could not ring: the recipient's fallback poll finds the message
-
-    def call(self, request: Request, timeout: float = 30.0) -> Any:
-        """Send and wait for the reply with the same id; raises SupervisorError on an error reply."""
-        self.socket.send(encode(request))
+    def call(self, request: _Request, timeout: float = 30.0) -> Any:
+        """Send and wait for the reply with the same id, decoded as ``request.Reply``;
+        raises SupervisorError on an error reply and Timeout when there is none in time."""
+        with zmq_errors("cannot reach the supervisor"):
+            self.socket.send(encode(request))
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.socket.poll(int(remaining * 1000)):
-                raise SupervisorError(f"the supervisor did not answer {type(request).__name__.lower()} within {timeout:g}s")
+            if remaining <= 0 or not self.socket.poll(int(remaining * 1000) + 1):
+                name = type(request).__name__.lower()
+                raise Timeout(f"the supervisor did not answer {name} within {timeout:g}s")
             try:
                 reply = _reply_decoder.decode(self.socket.recv())
             except (msgspec.DecodeError, msgspec.ValidationError):
@@ -159,11 +233,11 @@ class ControlClient:
                 continue  # a late reply to an earlier, timed-out call
             if not reply.ok:
                 raise SupervisorError(reply.error)
-            return reply.result
+            with input_errors("supervisor reply"):
+                return msgspec.msgpack.decode(reply.result, type=type(request).Reply)
 
     def close(self) -> None:
-        self.socket.close(0)
-        self.ctx.term()
+        self._finalizer()
 
     def __enter__(self) -> ControlClient:
         return self

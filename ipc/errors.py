@@ -2,7 +2,8 @@
 
 Every error a person can see derives from :class:`AgentTeamsError` and carries a one-line
 message that says what was wrong and what would be right. Backend exceptions (OSError,
-msgspec, zmq, psutil) are mapped into these at the boundary where they occur.
+msgspec, zmq, filelock, psutil) are mapped into these at the boundary, by the context
+managers of :mod:`ipc.boundary`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,17 @@ class UnsafeRuntimeDir(AgentTeamsError):
 
 
 class NotRunning(AgentTeamsError):
-    """The team's supervisor is not running."""
+    """The team's supervisor (or the process asked for) is not running."""
 
 
 class SupervisorError(AgentTeamsError):
-    """The supervisor answered a command with an error, or did not answer."""
+    """The supervisor answered a command with an error."""
+
+
+class TransportError(AgentTeamsError):
+    """A socket could not be created, bound or used."""
+
+
+class Timeout(AgentTeamsError, TimeoutError):
+    """Something did not happen in the time allowed. Also a builtin ``TimeoutError``, so
+    callers that catch that keep working."""

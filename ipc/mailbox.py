@@ -1,46 +1,46 @@
 """One agent's inbox: ``teams/{team}/inboxes/{agent}.json``, a JSON array of messages.
 
-Every mutation is lock → read → change → atomic replace. Reads take no lock: the file is
-only ever replaced whole, so a reader sees one complete version.
+Writes hold the inbox's locks (:mod:`ipc.locks`). The two hot-path writes are done in place
+(:mod:`ipc.inbox_file`): an append touches only the array's tail, a hand-off flips one
+``read`` flag. Everything that moves bytes (archiving, repairs, other writers' formats) is
+temp file + rename. Reads take no lock; a reader that catches a write half-done retries
+under the lock, where a file torn by a crash is repaired before anyone acts on it.
 
-Entries are kept as raw JSON between decode and encode, so an entry that does not decode
-is skipped and reported when reading but written back byte for byte, never dropped. Read
-messages past a threshold are moved to ``archive/{agent}.jsonl`` so an append costs the
-same however long the history grows.
+Entries are kept as raw JSON: an entry that does not decode is skipped and reported but
+kept byte for byte, and so are the fields of other writers. Read messages past a threshold
+move to ``archive/{agent}.jsonl``, so the history never slows the hot path.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
+import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ipc.clock import now_iso
+from ipc import inbox_file
+from ipc.boundary import os_errors
+from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
-from ipc.errors import CorruptFile, InvalidInput, NotFound
+from ipc.errors import InvalidInput, NotFound, StorageError
+from ipc.inbox_file import NotAnInbox, Snapshot
+from ipc.locks import locked as locked
 from ipc.paths import TeamPaths, normalise_agent_name
+from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
-from ipc.storage import (
-    append_line,
-    atomic_write,
-    locked,
-    quarantine,
-    read_bytes,
-    read_jsonl,
-    refuse_claude_root,
-)
+from ipc.storage import append_line, atomic_write, ensure_dir, read_bytes, read_jsonl, write_at
 
 log = logging.getLogger("agentteams.mailbox")
 
 MAX_TEXT_BYTES = 1024 * 1024
-_raw_list = msgspec.json.Decoder(list[msgspec.Raw])
 _message = msgspec.json.Decoder(InboxMessage)
-_encoder = msgspec.json.Encoder()
+_reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
 
 
 def archive_threshold() -> int:
@@ -48,88 +48,22 @@ def archive_threshold() -> int:
     return int(os.environ.get("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "200"))
 
 
-class _Entries:
-    """The inbox as stored: raw entries, decoded only when someone needs the messages, so an
-    append to a long inbox costs a JSON scan, not a decode of every message."""
-
-    def __init__(self, path: Path, raw: list[msgspec.Raw], data: bytes = b"") -> None:
-        self.path = path
-        self.raw = raw
-        self.data = data  # the file as read, for cheap byte-level checks
-        self._good: list[tuple[int, InboxMessage]] | None = None
-        self._skipped: list[int] = []
-
-    def _decode(self) -> None:
-        self._good, self._skipped = [], []
-        for i, item in enumerate(self.raw):
-            try:
-                self._good.append((i, _message.decode(item)))
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                self._skipped.append(i)
-                log.warning("%s: entry %d is not a message (%s); skipped, kept in the file", self.path, i, exc)
-
-    @property
-    def good(self) -> list[tuple[int, InboxMessage]]:
-        """(raw index, message) of every entry that decodes."""
-        if self._good is None:
-            self._decode()
-        assert self._good is not None
-        return self._good
-
-    @property
-    def skipped(self) -> list[int]:
-        self.good  # noqa: B018 - decoding fills the list
-        return self._skipped
-
-    def messages(self) -> list[InboxMessage]:
-        return [m for _, m in self.good]
-
-    def append(self, message: InboxMessage) -> None:
-        self.raw.append(msgspec.Raw(_encoder.encode(message)))
-        if self._good is not None:
-            self._good.append((len(self.raw) - 1, message))
-
-    def set_raw(self, raw_index: int, message: InboxMessage) -> None:
-        """Replace the entry at ``raw_index`` of the file without decoding the others."""
-        self.raw[raw_index] = msgspec.Raw(_encoder.encode(message))
-        if self._good is not None:
-            self._good = [(i, message if i == raw_index else m) for i, m in self._good]
-
-    def replace(self, position: int, message: InboxMessage) -> None:
-        """Replace the message at ``position`` of :attr:`good`."""
-        raw_index, _ = self.good[position]
-        self.raw[raw_index] = msgspec.Raw(_encoder.encode(message))
-        self.good[position] = (raw_index, message)
-
-    def keep_only(self, keep: list[int]) -> None:
-        """Keep the raw entries at the given indices (in order)."""
-        remap = {old: new for new, old in enumerate(keep)}
-        self.raw = [self.raw[i] for i in keep]
-        if self._good is not None:
-            self._good = [(remap[i], m) for i, m in self._good if i in remap]
-            self._skipped = [remap[i] for i in self._skipped if i in remap]
-
-    def clear(self) -> None:
-        self.raw, self._good, self._skipped = [], [], []
-
-
-def _parse(path: Path, data: bytes) -> _Entries:
+def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
     try:
-        raw = _raw_list.decode(data) if data.strip() else []
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptFile(path, f"not a JSON array of messages ({exc})") from exc
-    return _Entries(path, raw, data)
+        return _message.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
-# `"read": true` as a member of the top-level object: a comma or brace before it, no text
-# around it, so a message whose text merely contains those words is never skipped.
-_READ_TRUE = re.compile(rb'[{,]\s*"read"\s*:\s*true\s*[,}]')
+@dataclass(frozen=True)
+class Cursor:
+    """How far a reader has looked into an inbox: entries before ``count`` (ending at byte
+    ``offset``, whose last bytes were ``mark``) need not be decoded again."""
 
-
-def _read_markers(data: bytes) -> int:
-    """How many entries may be read, counted in the bytes without decoding. It can count
-    too many (the words inside a message text), which only costs a decode."""
-    return data.count(b'"read": true') + data.count(b'"read":true')
+    inode: int = 0
+    count: int = 0
+    offset: int = 0
+    mark: bytes = b""
 
 
 class Mailbox:
@@ -145,89 +79,157 @@ class Mailbox:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def _load(self) -> _Entries:
+    def _snapshot(self) -> Snapshot:
+        """The inbox now. A file caught mid-write (or torn) is read again under the lock."""
         data = read_bytes(self.path)
-        return _Entries(self.path, []) if data is None else _parse(self.path, data)
+        if data is None:
+            return Snapshot(b"", [], [])
+        try:
+            return inbox_file.parse(data)
+        except NotAnInbox:
+            return self._locked_snapshot()
+
+    def _locked_snapshot(self) -> Snapshot:
+        try:
+            with locked(self.path, root=self.paths.root):
+                return self._load_locked()
+        except StorageError:
+            # A read-only root (another user's, or ~/.claude read-only): what parses.
+            data = read_bytes(self.path) or b"[]"
+            repaired = inbox_file.repair(data) or b"[]"
+            return inbox_file.parse(repaired)
 
     def read(self) -> list[InboxMessage]:
         """Every message in the inbox, oldest first; undecodable entries are skipped."""
-        return self._load().messages()
+        return [m for _, m in self._messages(self._snapshot())]
+
+    def _messages(self, snap: Snapshot, only: Sequence[int] | None = None) -> list[tuple[int, InboxMessage]]:
+        found = []
+        for i in range(len(snap.raws)) if only is None else only:
+            message = decode_message(snap.raws[i]) if snap.reads[i] is not None else None
+            if message is None:
+                self._report(snap.raws[i], i)
+                continue
+            found.append((i, message))
+        return found
+
+    def _report(self, raw: msgspec.Raw, index: int) -> None:
+        key = (str(self.path), bytes(raw)[:256])
+        if key not in _reported:
+            _reported.add(key)
+            log.warning("%s: entry %d is not a message; skipped, kept in the file", self.path, index)
 
     def unread(self) -> list[InboxMessage]:
         return [m for _, m in self.unread_entries()]
 
     def unread_entries(self) -> list[tuple[int, InboxMessage]]:
-        """(position in the file, message) of every unread message. Entries whose bytes say
-        ``"read": true`` are not decoded at all, so waking on a long history stays cheap."""
-        entries = self._load()
-        found = []
-        for i, item in enumerate(entries.raw):
-            if _READ_TRUE.search(bytes(item)):
-                continue
-            try:
-                message = _message.decode(item)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # reported by read(); never blocks the rest
-            if not message.read:
-                found.append((i, message))
-        return found
+        """(position in the file, message) of every unread message. Only unread entries are
+        decoded, so a long read history costs one C-level scan."""
+        snap = self._snapshot()
+        return self._messages(snap, snap.unread())
+
+    def has_unread(self) -> bool:
+        return bool(self._snapshot().unread())
 
     def skipped(self) -> list[int]:
         """Raw positions of entries that do not decode as messages (kept in the file)."""
-        return self._load().skipped
+        snap = self._snapshot()
+        return [i for i, raw in enumerate(snap.raws) if snap.reads[i] is None or decode_message(raw) is None]
 
     def history(self) -> list[InboxMessage]:
         """Archived messages followed by the inbox: everything ever delivered here."""
         return read_jsonl(self.paths.inbox_archive(self.agent), InboxMessage) + self.read()
 
+    def scan(self, cursor: Cursor) -> tuple[list[tuple[int, InboxMessage]], Cursor]:
+        """Messages that arrived after ``cursor`` (position, message), and the new cursor.
+
+        Entries already scanned are not decoded again as long as the file only grew (appends
+        and flips keep offsets); after a rewrite (new inode, other bytes) it starts over.
+        """
+        data = read_bytes(self.path)
+        if data is None:
+            return [], Cursor()
+        inode = os.stat(self.path).st_ino if data else 0
+        same = (
+            cursor.inode == inode
+            and cursor.offset <= len(data)
+            and cursor.offset > 0
+            and data[max(0, cursor.offset - len(cursor.mark)) : cursor.offset] == cursor.mark
+        )
+        start, base = (cursor.offset, cursor.count) if same else (0, 0)
+        rest = data[start:].lstrip()
+        if base:
+            rest = b"[" + rest[1:] if rest.startswith(b",") else b"[]"
+        try:
+            snap = inbox_file.parse(rest)
+        except NotAnInbox:
+            return [], cursor  # caught mid-write: the next scan sees it whole
+        body_end = len(data.rstrip()[:-1].rstrip()) if data.rstrip().endswith(b"]") else len(data)
+        new = [(base + i, m) for i, m in self._messages(snap)]
+        mark = data[max(0, body_end - 64) : body_end]
+        return new, Cursor(inode=inode, count=base + len(snap.raws), offset=body_end, mark=mark)
+
     # ------------------------------------------------------------ writing (under the lock)
 
-    def _mutate(self, change: Callable[[_Entries], bool]) -> None:
-        """Run ``change`` on the entries under the lock; write back if it returns True."""
-        refuse_claude_root(self.paths.root)
-        with locked(self.path):
-            data = read_bytes(self.path)
-            try:
-                entries = _Entries(self.path, []) if data is None else _parse(self.path, data)
-            except CorruptFile as exc:
-                # Keep the bad bytes beside the inbox and start afresh: one torn file must
-                # not stop the team. A person can inspect the quarantined copy.
-                kept = quarantine(self.path)
-                log.error("%s; moved to %s, inbox restarted empty", exc.message, kept)
-                entries = _Entries(self.path, [])
-            if change(entries):
-                self._archive_if_long(entries)
-                atomic_write(self.path, msgspec.json.format(_encoder.encode(entries.raw), indent=2) + b"\n")
+    def _load_locked(self) -> Snapshot:
+        """The inbox as it stands (caller holds the lock); a file torn by a crash is
+        repaired first, and a copy of anything that could not be kept goes beside it."""
+        data = read_bytes(self.path)
+        if data is None:
+            return Snapshot(b"", [], [])
+        try:
+            return inbox_file.parse(data)
+        except NotAnInbox:
+            pass
+        repaired = inbox_file.repair(data)
+        copy = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
+        if repaired is None or len(repaired) + 4 < len(data.rstrip()):
+            atomic_write(copy, data)  # more than a torn last element: keep the bytes
+            log.error(
+                "%s was damaged; recovered what parses, the original is kept as %s", self.path, copy.name
+            )
+        else:
+            log.warning("%s had a torn last write (a writer was killed); repaired", self.path)
+        atomic_write(self.path, repaired or b"[]\n")
+        return inbox_file.parse(repaired or b"[]\n")
 
-    def _archive_if_long(self, entries: _Entries) -> None:
-        threshold = archive_threshold()
-        if len(entries.raw) <= threshold or _read_markers(entries.data) <= threshold:
-            return  # cheap checks first: no decode on the common path
-        read_positions = {i for i, m in entries.good if m.read}
-        if len(read_positions) <= threshold:
-            return
-        # Archive first, then rewrite the inbox: a crash between the two can duplicate a
-        # line in the archive but can never lose a message.
-        lines = b"".join(_encoder.encode(m) + b"\n" for i, m in entries.good if i in read_positions)
-        append_line(self.paths.inbox_archive(self.agent), lines.rstrip(b"\n"))
-        entries.keep_only([i for i in range(len(entries.raw)) if i not in read_positions])
+    def _rewrite(self, raws: list[msgspec.Raw] | list[bytes]) -> None:
+        atomic_write(self.path, inbox_file.format_array(raws))
 
     def create(self) -> None:
         """Create an empty inbox if there is none."""
-        self._mutate(lambda entries: not self.path.exists())
+        if self.path.exists():
+            return
+        with locked(self.path, root=self.paths.root):
+            if not self.path.exists():
+                atomic_write(self.path, b"[]\n")
 
     def append_message(self, message: InboxMessage) -> InboxMessage:
+        """Append ``message`` as stored; acknowledged (durable per the durability setting)
+        when this returns."""
         if len(message.text.encode()) > MAX_TEXT_BYTES:
             raise InvalidInput(
                 f"message to {self.agent} is {len(message.text.encode())} bytes; the limit is {MAX_TEXT_BYTES}"
             )
-
-        def add(entries: _Entries) -> bool:
-            entries.append(message)
-            return True
-
-        self._mutate(add)
+        self.append_raw(inbox_file.encode_entry(message))
         return message
+
+    def append_raw(self, entry: bytes) -> None:
+        block = inbox_file.element(entry)
+        ensure_dir(self.path.parent)
+        with locked(self.path, root=self.paths.root):
+            with os_errors(f"cannot open {self.path}"):
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                plan = inbox_file.append_in_place(fd, size, block) if size else None
+                if plan is not None:
+                    write_at(fd, self.path, plan[0], plan[1])
+                    return
+            finally:
+                os.close(fd)
+            snap = self._load_locked() if size else Snapshot(b"", [], [])
+            self._rewrite([*map(bytes, snap.raws), entry])
 
     def append(
         self,
@@ -237,10 +239,11 @@ class Mailbox:
         color: str | UnsetType | None = UNSET,
         *,
         member_checked: bool = False,
+        v2: bool = False,
     ) -> InboxMessage:
         """Append an unread message and return it as stored. Requires the team to exist and
         ``agent`` to be a member (``member_checked``: the caller has just verified it): an
-        inbox is never created for a stranger."""
+        inbox is never created for a stranger. ``v2`` writes Claude Code 2.1.330's shape."""
         if not member_checked:
             TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
         message = InboxMessage(
@@ -250,96 +253,154 @@ class Mailbox:
             read=False,
             summary=UNSET if summary is None else summary,
             color=UNSET if color is None else color,
+            msg_id=str(uuid.uuid4()),
         )
+        if v2:
+            message.msg_v, message.type = 1, "message"
         return self.append_message(message)
 
-    def _mark(self, entries: _Entries, positions: Sequence[int]) -> list[InboxMessage]:
-        marked: list[InboxMessage] = []
-        for pos in positions:
-            message = entries.good[pos][1]
-            if message.read:
-                continue
-            updated = msgspec.structs.replace(message, read=True)
-            entries.replace(pos, updated)
-            marked.append(updated)
-        return marked
+    # ------------------------------------------------------------ taking (the hand-off)
+
+    def take(
+        self,
+        choose: Callable[[list[tuple[int, InboxMessage]]], int | None],
+        *,
+        limit: int = 1,
+    ) -> list[InboxMessage]:
+        """Atomically pick unread messages and mark them read: the hand-off to an agent.
+
+        ``choose`` sees the unread (position, message) pairs and returns the index into that
+        list of the one to take next, or None; up to ``limit`` are taken in one locked pass.
+        Returns them as stored (read). Looks without the lock first, so an inbox with nothing
+        unread costs no lock and no write.
+        """
+        if not self._snapshot().unread():
+            return []
+        taken: list[InboxMessage] = []
+        with locked(self.path, root=self.paths.root):
+            snap = self._load_locked()
+            unread = self._messages(snap, snap.unread())
+            picks: list[int] = []
+            while unread and len(picks) < limit:
+                choice = choose(unread)
+                if choice is None:
+                    break
+                position, message = unread.pop(choice)
+                picks.append(position)
+                taken.append(msgspec.structs.replace(message, read=True))
+            if picks:
+                self._mark(snap, picks)
+        return taken
+
+    def take_where(
+        self, predicate: Callable[[InboxMessage], bool], limit: int = 1_000_000
+    ) -> list[InboxMessage]:
+        """Take every unread message that satisfies ``predicate`` (up to ``limit``)."""
+
+        def first(unread: list[tuple[int, InboxMessage]]) -> int | None:
+            return next((i for i, (_, m) in enumerate(unread) if predicate(m)), None)
+
+        return self.take(first, limit=limit)
+
+    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> None:
+        """Mark entries read (caller holds the lock): in place when every flag can be flipped
+        and no archiving is due, else one rewrite."""
+        offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
+        if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
+            with os_errors(f"cannot open {self.path}"):
+                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                for offset in sorted(offsets):
+                    write_at(fd, self.path, offset, inbox_file.FLIP)
+            finally:
+                os.close(fd)
+            return
+        raws: list[bytes] = [bytes(r) for r in snap.raws]
+        reads = list(snap.reads)
+        for p in positions:
+            raws[p] = _with_read(raws[p])
+            reads[p] = True
+        self._write_archiving(raws, reads)
+
+    def _write_archiving(self, raws: list[bytes], reads: list[bool | None]) -> None:
+        """Rewrite the inbox; past the threshold, read messages move to the archive first
+        (a crash between the two can duplicate an archive line, never lose a message)."""
+        if sum(1 for r in reads if r is True) > archive_threshold():
+            moved = [raw for raw, r in zip(raws, reads, strict=True) if r is True]
+            lines = b"\n".join(msgspec.json.format(m, indent=0) for m in moved)  # one line each
+            append_line(self.paths.inbox_archive(self.agent), lines)
+            raws = [raw for raw, r in zip(raws, reads, strict=True) if r is not True]
+        self._rewrite(raws)
 
     def mark_read(self, index: int) -> InboxMessage:
         """Mark the message at ``index`` of :meth:`read` as read."""
-        result: list[InboxMessage] = []
-
-        def change(entries: _Entries) -> bool:
-            if not 0 <= index < len(entries.good):
-                raise NotFound(f"{self.agent}'s inbox has {len(entries.good)} messages; no index {index}")
-            result.extend(self._mark(entries, [index]) or [entries.good[index][1]])
-            return True
-
-        self._mutate(change)
-        return result[0]
+        with locked(self.path, root=self.paths.root):
+            snap = self._load_locked()
+            messages = self._messages(snap)
+            if not 0 <= index < len(messages):
+                raise NotFound(f"{self.agent}'s inbox has {len(messages)} messages; no index {index}")
+            position, message = messages[index]
+            if not message.read:
+                self._mark(snap, [position])
+            return msgspec.structs.replace(message, read=True)
 
     def mark_read_where(self, predicate: Callable[[InboxMessage], bool]) -> list[InboxMessage]:
         """Mark every unread message that satisfies ``predicate``; returns them."""
-        marked: list[InboxMessage] = []
-
-        def change(entries: _Entries) -> bool:
-            positions = [p for p, (_, m) in enumerate(entries.good) if not m.read and predicate(m)]
-            marked.extend(self._mark(entries, positions))
-            return bool(marked)
-
-        self._mutate(change)
-        return marked
+        return self.take_where(predicate)
 
     def mark_read_matching(self, message: InboxMessage, position: int | None = None) -> InboxMessage | None:
-        """Mark the first unread message equal to ``message`` (as returned by :meth:`read`).
-        ``position`` (from :meth:`unread_entries`) is tried first, so a long history is not
-        decoded; if the file moved on since, every entry is searched."""
-        found: list[InboxMessage] = []
+        """Mark the first unread message equal to ``message`` (as returned by :meth:`read`)."""
 
-        def change(entries: _Entries) -> bool:
-            if position is not None and position < len(entries.raw):
-                try:
-                    at_position = _message.decode(entries.raw[position])
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    at_position = None
-                if at_position == message:
-                    found.append(msgspec.structs.replace(message, read=True))
-                    entries.set_raw(position, found[0])
-                    return True
-            for position_, (_, candidate) in enumerate(entries.good):
-                if candidate == message:
-                    found.extend(self._mark(entries, [position_]))
-                    return bool(found)
-            return False
+        def same(unread: list[tuple[int, InboxMessage]]) -> int | None:
+            exact = next((i for i, (p, m) in enumerate(unread) if p == position and m == message), None)
+            return (
+                exact
+                if exact is not None
+                else next((i for i, (_, m) in enumerate(unread) if m == message), None)
+            )
 
-        self._mutate(change)
-        return found[0] if found else None
+        taken = self.take(same)
+        return taken[0] if taken else None
+
+    def mark_positions(self, positions: Sequence[int], expect: Sequence[InboxMessage]) -> list[InboxMessage]:
+        """Mark the entries at ``positions`` read if they still hold ``expect`` (as scanned);
+        those that moved are looked for by content. Returns what was marked."""
+        wanted = list(zip(positions, expect, strict=True))
+
+        def pick(unread: list[tuple[int, InboxMessage]]) -> int | None:
+            while wanted:
+                position, message = wanted[0]
+                exact = next((i for i, (p, m) in enumerate(unread) if p == position and m == message), None)
+                found = (
+                    exact
+                    if exact is not None
+                    else next((i for i, (_, m) in enumerate(unread) if m == message), None)
+                )
+                wanted.pop(0)
+                if found is not None:
+                    return found
+            return None
+
+        return self.take(pick, limit=len(wanted))
 
     def mark_all_read(self) -> list[InboxMessage]:
-        return self.mark_read_where(lambda _: True)
-
-    def take(self, select: Callable[[list[InboxMessage]], int | None]) -> InboxMessage | None:
-        """Atomically pick one message and mark it read: the hand-off to an agent's loop.
-
-        ``select`` sees every message (read ones too, so indices are stable) and returns the
-        index of the one to take, or None.
-        """
-        taken: list[InboxMessage] = []
-
-        def change(entries: _Entries) -> bool:
-            choice = select(entries.messages())
-            if choice is None:
-                return False
-            taken.extend(self._mark(entries, [choice]))
-            return bool(taken)
-
-        self._mutate(change)
-        return taken[0] if taken else None
+        return self.take_where(lambda _: True)
 
     def clear(self) -> None:
         """Empty the inbox (the archive is left alone)."""
+        with locked(self.path, root=self.paths.root):
+            atomic_write(self.path, b"[]\n")
 
-        def change(entries: _Entries) -> bool:
-            entries.clear()
-            return True
 
-        self._mutate(change)
+def _with_read(raw: bytes) -> bytes:
+    """The entry with ``read: true``, every other field kept as it was."""
+    obj: dict[str, Any] | None = read_object(raw)
+    if obj is None:
+        return raw
+    obj["read"] = True
+    return msgspec.json.encode(obj)
+
+
+def inbox_paths(paths: TeamPaths) -> list[Path]:
+    """Every inbox file of a team."""
+    return sorted(paths.inboxes.glob("*.json")) if paths.inboxes.is_dir() else []

@@ -1,11 +1,15 @@
-"""Linux process controls both sides need, behind one seam: prctl and process names."""
+"""Linux process controls both sides need, behind one seam: prctl, process titles, pidfds
+and killing a session."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import signal
+
+import setproctitle
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
@@ -31,7 +35,10 @@ def set_child_subreaper() -> bool:
 
 def kill_session(sid: int, *, spare: int | None = None) -> int:
     """SIGKILL every process of session ``sid`` but ``spare``: what a teammate (a session
-    leader) started, in whatever process group. Returns how many were signalled."""
+    leader) started, in whatever process group. Returns how many were signalled.
+
+    Call it only while ``sid`` cannot have been reused: before the session leader is reaped
+    (its zombie holds the number), or from inside the session."""
     if sid <= 1:
         raise ValueError(f"refusing to kill session {sid}")
     killed = 0
@@ -51,3 +58,49 @@ def kill_session(sid: int, *, spare: int | None = None) -> int:
 def set_process_name(name: str) -> None:
     """The kernel's 15-byte ``comm`` name, shown by ps and psutil.Process.name()."""
     _prctl(PR_SET_NAME, name.encode()[:15])
+
+
+def prepare_command_line() -> None:
+    """Make :func:`set_command_line` work in children forked later, whatever they do to
+    their environment first (setproctitle needs the original argv and environ once)."""
+    setproctitle.setproctitle(setproctitle.getproctitle())
+
+
+def set_command_line(argv: list[str]) -> None:
+    """What ``/proc/PID/cmdline`` and ``ps`` show for this process (a forked teammate shows
+    Claude Code's flags, so process-tree tools find it by ``--agent-id``)."""
+    setproctitle.setproctitle(" ".join(argv))
+
+
+def command_line_args(cmdline: list[str]) -> list[str]:
+    """A process's arguments as psutil reads them, also for a title set with
+    :func:`set_command_line` (one string, then empty padding)."""
+    args = [a for a in cmdline if a]
+    return args[0].split() if len(args) == 1 and " " in args[0] else args
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A pidfd that becomes readable when ``pid`` exits (any process, not only a child);
+    None if the process is already gone."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != b"Z"
+
+
+def signal_process(pid: int, sig: int) -> bool:
+    """Send ``sig``; False if the process is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+        return True
+    return False

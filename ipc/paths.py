@@ -33,20 +33,18 @@ def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
     return Path.home() / ".agentteams"
 
 
-def is_claude_root(root: Path) -> bool:
-    return root.name == ".claude"
-
-
 def _check_name(kind: str, raw: str, normalised: str) -> str:
     if not raw or not raw.strip():
         raise InvalidInput(f"{kind} name is empty; give a name of letters, digits, '-' or '_'")
     if len(normalised) > MAX_NAME_LENGTH:
-        raise InvalidInput(
-            f"{kind} name is {len(raw)} characters long; use at most {MAX_NAME_LENGTH}"
-        )
+        raise InvalidInput(f"{kind} name is {len(raw)} characters long; use at most {MAX_NAME_LENGTH}")
     if not re.search(r"[a-zA-Z0-9]", normalised):
+        raise InvalidInput(f"{kind} name {raw!r} has no letter or digit; use letters, digits, '-' or '_'")
+    if normalised.startswith("-"):
+        # A leading '-' would be read as an option by every command line that names it.
         raise InvalidInput(
-            f"{kind} name {raw!r} has no letter or digit; use letters, digits, '-' or '_'"
+            f"{kind} name {raw!r} would become {normalised!r}, which starts with '-'; "
+            "start the name with a letter or digit"
         )
     return normalised
 

@@ -19,37 +19,55 @@ BACKEND_TYPE = "process"
 
 TaskStatus = Literal["pending", "in_progress", "completed"]
 IdleReason = Literal["available", "interrupted", "failed"]
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
-PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
 
 # ---------------------------------------------------------------- team config (§3.1)
 
 
 class Member(Struct, rename="camel", kw_only=True):
-    """A team member; the lead has only the first eight fields, teammates all thirteen."""
+    """A team member; the lead has only the first eight fields, teammates all thirteen.
+    Fields another writer may omit (Claude Code 2.1.330's lead has no ``model``, its
+    teammates no ``isActive``) are optional; what is absent stays absent when rewritten."""
 
     agent_id: str
     name: str
-    agent_type: str
-    model: str
+    agent_type: str = ""
+    model: str | UnsetType = UNSET
     prompt: str | UnsetType = UNSET
     color: str | UnsetType = UNSET
     plan_mode_required: bool | UnsetType = UNSET
-    joined_at: int
+    joined_at: int = 0
     tmux_pane_id: str = ""
     cwd: str = ""
     subscriptions: list[str] = []
     backend_type: str | UnsetType = UNSET
     is_active: bool | UnsetType = UNSET
 
+    @property
+    def model_name(self) -> str:
+        return self.model if isinstance(self.model, str) else ""
+
+    @property
+    def color_name(self) -> str:
+        return self.color if isinstance(self.color, str) else ""
+
+
+class LeadProcess(Struct, rename="camel", kw_only=True):
+    """Claude Code 2.1.330's record of the session that owns the team."""
+
+    pid: int
+    pid_space: Any = None
+    claimed_at: Any = None
+    proc_start: Any = None
+
 
 class TeamConfig(Struct, rename="camel", kw_only=True):
     name: str
-    description: str = ""
-    created_at: int
-    lead_agent_id: str
-    lead_session_id: str
+    description: str | UnsetType = UNSET  # 2.1.330 writes none
+    created_at: int = 0
+    lead_agent_id: str = ""
+    lead_session_id: str = ""
+    lead_process: LeadProcess | UnsetType = UNSET
     members: list[Member] = []
 
     def member(self, name: str) -> Member | None:
@@ -57,6 +75,16 @@ class TeamConfig(Struct, rename="camel", kw_only=True):
 
     def teammates(self) -> list[Member]:
         return [m for m in self.members if m.name != LEAD_NAME]
+
+    @property
+    def description_text(self) -> str:
+        return self.description if isinstance(self.description, str) else ""
+
+    @property
+    def writes_v2(self) -> bool:
+        """True for a team made by Claude Code 2.1.330 or later (its inbox entries carry
+        ``msgV``, ``msg_id`` and ``type``)."""
+        return isinstance(self.lead_process, LeadProcess)
 
 
 # ---------------------------------------------------------------- inbox (§3.2)
@@ -69,6 +97,17 @@ class InboxMessage(Struct, kw_only=True):
     read: bool = False
     summary: str | UnsetType = UNSET
     color: str | UnsetType = UNSET
+    msg_id: str | UnsetType = UNSET
+    msg_v: int | UnsetType = field(name="msgV", default=UNSET)
+    type: str | UnsetType = UNSET
+
+    @property
+    def summary_text(self) -> str:
+        return self.summary if isinstance(self.summary, str) else ""
+
+    @property
+    def color_name(self) -> str:
+        return self.color if isinstance(self.color, str) else ""
 
 
 # ---------------------------------------------------------------- protocol bodies (§3.3)
@@ -86,6 +125,7 @@ class IdleNotification(_Body, tag="idle_notification"):
     completed_task_id: str | UnsetType = UNSET
     completed_status: str | UnsetType = UNSET
     failure_reason: str | UnsetType = UNSET
+    result: str | UnsetType = UNSET  # 2.1.330: the teammate's final text
 
 
 class TaskAssignment(_Body, tag="task_assignment"):
@@ -204,6 +244,20 @@ class Task(Struct, rename="camel", kw_only=True):
     def owner_name(self) -> str | None:
         """The owner, or None: Claude Code may write an empty string for 'nobody'."""
         return self.owner if isinstance(self.owner, str) and self.owner else None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.metadata if isinstance(self.metadata, dict) else {}
+
+    @property
+    def internal(self) -> bool:
+        """Claude Code's hidden per-teammate task (``metadata._internal``)."""
+        return self.meta.get("_internal") is True
+
+    @property
+    def failed(self) -> bool:
+        """Open, and its last attempt failed (``metadata.lastError``)."""
+        return self.status != "completed" and "lastError" in self.meta
 
 
 # ---------------------------------------------------------------- events to the lead

@@ -1,45 +1,30 @@
-"""The one locked, atomic write primitive every writer uses.
+"""Writing state files so that a kill at any instant leaves something readable.
 
-Lock: an OS lock (``flock``) on ``{file}.lock``. We take it with a raw ``fcntl.flock`` on a
-fresh descriptor (about 4 µs, against ~110 µs for ``filelock.FileLock``; see
-shared/MEASUREMENTS.md). It is the same kernel lock ``filelock.UnixFileLock`` takes, so the
-two interoperate; ``AGENTTEAMS_LOCK=filelock`` selects filelock itself. The kernel drops a
-flock when its holder dies, so a SIGKILLed writer never leaves a stale lock.
+- :func:`atomic_write`: temp file in the same directory, fsync per the durability setting,
+  ``os.replace``, mode 0600. A reader sees the old file or the new one, never a torn one.
+- :func:`append_line`: one ``write(2)`` with ``O_APPEND`` to a JSONL log.
+- :func:`write_at`: bytes written in place at an offset (the inbox's hot path; its callers
+  detect and repair a torn tail, see :mod:`ipc.inbox_file`).
 
-Write: temp file in the same directory, fsync per the durability setting, ``os.replace``,
-mode 0600. A reader therefore sees the old file or the new one, never a torn one.
+The caller holds the file's lock (:mod:`ipc.locks`) for every read-modify-write.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import filelock
 import msgspec
 
-from ipc.errors import LockTimeout, StorageError
-from ipc.paths import DIR_MODE, FILE_MODE, is_claude_root
+from ipc.boundary import os_errors, reason
+from ipc.errors import StorageError
+from ipc.paths import DIR_MODE, FILE_MODE
 
 T = TypeVar("T")
 Durability = Literal["none", "fsync", "full"]
-LockBackend = Literal["flock", "filelock"]
-
-DEFAULT_LOCK_TIMEOUT = 30.0
-_lock_timeout = DEFAULT_LOCK_TIMEOUT
-
-
-def set_default_lock_timeout(seconds: float) -> None:
-    """This process's lock timeout. The supervisor uses a short one: a frozen teammate that
-    holds a lock must cost it a retry, never its event loop."""
-    global _lock_timeout
-    _lock_timeout = seconds
 
 
 def durability() -> Durability:
@@ -48,13 +33,6 @@ def durability() -> Durability:
     value = os.environ.get("AGENTTEAMS_DURABILITY", "none")
     if value not in ("none", "fsync", "full"):
         raise StorageError(f"AGENTTEAMS_DURABILITY={value!r}; use one of none, fsync, full")
-    return value  # type: ignore[return-value]
-
-
-def lock_backend() -> LockBackend:
-    value = os.environ.get("AGENTTEAMS_LOCK", "flock")
-    if value not in ("flock", "filelock"):
-        raise StorageError(f"AGENTTEAMS_LOCK={value!r}; use flock or filelock")
     return value  # type: ignore[return-value]
 
 
@@ -69,75 +47,13 @@ def ensure_dir(path: Path) -> None:
     while not current.is_dir():
         missing.append(current)
         current = current.parent
-    try:
+    with os_errors(f"cannot create directory {path}"):
         for directory in reversed(missing):
             try:
                 directory.mkdir(mode=DIR_MODE)
             except FileExistsError:
                 continue  # another process made it: its creator set the mode
             os.chmod(directory, DIR_MODE)
-    except OSError as exc:
-        raise StorageError(f"cannot create directory {path}: {exc.strerror}") from exc
-
-
-def refuse_claude_root(root: Path) -> None:
-    if is_claude_root(root):
-        raise StorageError(
-            f"refusing to write under {root}: Claude Code locks with a mkdir protocol that our "
-            "flock does not honour; read-only commands work, or use another --root"
-        )
-
-
-@contextlib.contextmanager
-def locked(path: Path, timeout: float | None = -1.0) -> Iterator[None]:
-    """Hold the exclusive lock on ``{path}.lock`` (``path`` itself when it ends in .lock).
-    ``timeout`` -1 means this process's default; None waits for ever."""
-    if timeout is not None and timeout < 0:
-        timeout = _lock_timeout
-    lock_path = path if path.name.endswith(".lock") else path.with_name(path.name + ".lock")
-    ensure_dir(lock_path.parent)
-    if lock_backend() == "filelock":
-        flock = filelock.UnixFileLock(str(lock_path), timeout=-1 if timeout is None else timeout, mode=FILE_MODE)
-        try:
-            flock.acquire()
-        except filelock.Timeout as exc:
-            raise LockTimeout(f"timed out after {timeout}s waiting for lock {lock_path}") from exc
-        try:
-            yield
-        finally:
-            flock.release()
-        return
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    except OSError as exc:
-        raise StorageError(f"cannot open lock {lock_path}: {exc.strerror}") from exc
-    try:
-        _acquire(fd, lock_path, timeout)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-def _acquire(fd: int, lock_path: Path, timeout: float | None) -> None:
-    if timeout is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        pass
-    deadline = time.monotonic() + timeout
-    delay = 0.0002
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockTimeout(f"timed out after {timeout}s waiting for lock {lock_path}") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.005)
 
 
 # The seam fault tests use to inject ENOSPC and the like: every state write goes through it.
@@ -161,26 +77,47 @@ def atomic_write(path: Path, data: bytes) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)  # umask may have narrowed it; never widened
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data)
             if mode != "none":
                 os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
         if mode == "full":
-            dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            _fsync_dir(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise StorageError(f"could not write {path}: {reason}; the previous version is intact") from exc
+        raise StorageError(f"could not write {path}: {reason(exc)}; the previous version is intact") from exc
+
+
+def write_at(fd: int, path: Path, offset: int, data: bytes) -> None:
+    """Write ``data`` at ``offset`` of the open file (caller holds the lock)."""
+    try:
+        if _write_hook is not None:
+            _write_hook(path, data)
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written
+        if durability() != "none":
+            os.fsync(fd)
+    except OSError as exc:
+        raise StorageError(f"could not write {path}: {reason(exc)}") from exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: Path) -> None:
+    dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def append_line(path: Path, line: bytes) -> None:
@@ -197,8 +134,7 @@ def append_line(path: Path, line: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise StorageError(f"could not append to {path}: {reason}") from exc
+        raise StorageError(f"could not append to {path}: {reason(exc)}") from exc
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -208,7 +144,7 @@ def read_bytes(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+        raise StorageError(f"cannot read {path}: {reason(exc)}") from exc
 
 
 def read_jsonl(path: Path, kind: type[T]) -> list[T]:
@@ -229,5 +165,6 @@ def quarantine(path: Path) -> Path:
     from ipc.clock import now_ms
 
     target = path.with_name(f"{path.name}.corrupt-{now_ms()}")
-    os.replace(path, target)
+    with os_errors(f"cannot move corrupt {path} aside"):
+        os.replace(path, target)
     return target

@@ -1,8 +1,14 @@
 """The shared task list: ``tasks/{team}/{id}.json``, one file per task.
 
-Every mutation holds the task-list lock (``tasks/{team}/.lock``) for its whole
-read-check-write, so a claim is atomic and dependency edges change on both sides together.
-Reads take no lock: each file is replaced whole.
+Every mutation holds the task-list lock (``tasks/{team}/.lock``, plus Claude Code's lock of
+each task file it writes, in a Claude Code root) for its whole read-check-write, so a claim
+is atomic and dependency edges change on both sides together. A mutation reads only the
+files it needs: a claim reads the task and its blockers, a completion the task and the
+tasks it blocks. Reads take no lock; parsed files are cached against their identity.
+
+A task that failed (``metadata.lastError``) is not claimed again automatically: it waits,
+shown as failed, until someone sets it back to pending (which clears the error) or assigns
+it. Fields other writers keep in a task file survive every rewrite.
 """
 
 from __future__ import annotations
@@ -11,31 +17,49 @@ import builtins
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, Struct
 
+from ipc.boundary import decode_errors
 from ipc.clock import now_iso
+from ipc.config import FileKey, file_key
 from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
+from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
+from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
-from ipc.storage import atomic_write, ensure_dir, locked, read_bytes, refuse_claude_root
+from ipc.storage import atomic_write, ensure_dir, read_bytes
 
 log = logging.getLogger("agentteams.tasks")
 
-ClaimReason = Literal["task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy"]
+ClaimReason = Literal[
+    "task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy", "failed"
+]
 STATUSES = ("pending", "in_progress", "completed", "deleted")
+MAX_DESCRIPTION_BYTES = 1024 * 1024  # the same limit as a message
 _decoder = msgspec.json.Decoder(Task)
 _TASK_FILE = re.compile(r"^([0-9]{1,12})\.json$")
+_reported: set[tuple[str, FileKey]] = set()
 
 
 class ClaimResult(Struct, kw_only=True):
     success: bool
     reason: ClaimReason | None = None
     task: Task | None = None
+
+
+@dataclass
+class Change:
+    """What an update did: the task (None if deleted) and the tasks it made claimable."""
+
+    task: Task | None
+    unblocked: list[str] = field(default_factory=list)
 
 
 def claim_prompt(task: Task) -> str:
@@ -46,81 +70,152 @@ def claim_prompt(task: Task) -> str:
     return prompt
 
 
-def _numeric(task_id: str) -> int:
-    return int(task_id)
+def _check_text(subject: Any, description: Any) -> None:
+    if not isinstance(subject, str) or not subject.strip():
+        raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
+    for name, value in (("subject", subject), ("description", description)):
+        if isinstance(value, str) and len(value.encode()) > MAX_DESCRIPTION_BYTES:
+            raise InvalidInput(
+                f"the task's {name} is {len(value.encode())} bytes; the limit is {MAX_DESCRIPTION_BYTES}"
+            )
 
 
 class TaskList:
-    def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
+    """``on_ready`` is told the ids of tasks a change made claimable (created, unblocked,
+    released), after the lock is let go: the hook through which the supervisor wakes an
+    idle teammate for each. Without it nobody is woken; the fallback poll finds them."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None,
+        team: str,
+        on_ready: Callable[[builtins.list[str]], None] | None = None,
+    ) -> None:
         self.paths = TeamPaths(root, team)
         self.team = self.paths.team
         self.dir = self.paths.tasks_dir
         self.problems: builtins.list[str] = []
+        self._cache: dict[str, tuple[FileKey, Task]] = {}
+        self.on_ready = on_ready
+
+    def _ready(self, ids: builtins.list[str]) -> None:
+        if ids and self.on_ready is not None:
+            self.on_ready(ids)
 
     # ------------------------------------------------------------ reading
 
-    def _read(self, path: Path) -> Task:
+    def _read(self, task_id: str) -> Task:
+        path = self.paths.task(task_id)
+        key = file_key(path)
+        if key is None:
+            raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
+        cached = self._cache.get(task_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         data = read_bytes(path)
         if data is None:
-            raise NotFound(f"task #{path.stem} does not exist in team {self.team!r}")
+            raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
         try:
-            task = _decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise CorruptFile(path, f"not a valid task ({exc})") from exc
-        if task.id != path.stem:
-            raise CorruptFile(path, f"holds task id {task.id!r}, expected {path.stem!r}")
+            with decode_errors(path, "task"):
+                task = _decoder.decode(data)
+        except CorruptFile:
+            # Another writer may be rewriting it in place (Claude Code, the MCP server):
+            # look once more before calling it corrupt.
+            data = read_bytes(path) or b""
+            with decode_errors(path, "task"):
+                task = _decoder.decode(data)
+        if task.id != task_id:
+            raise CorruptFile(path, f"holds task id {task.id!r}, expected {task_id!r}")
+        self._cache[task_id] = (key, task)
         return task
 
     def get(self, task_id: str) -> Task:
-        return self._read(self.paths.task(str(task_id)))
+        return self._read(str(task_id))
 
-    def list(self) -> builtins.list[Task]:
-        """Every valid task by numeric id; invalid files are reported in ``problems``, skipped."""
-        self.problems = []
+    def _ids(self) -> builtins.list[str]:
         if not self.dir.is_dir():
             return []
+        ids = [m.group(1) for e in os.listdir(self.dir) if (m := _TASK_FILE.match(e))]
+        return sorted(ids, key=int)
+
+    def list(self, *, include_internal: bool = True) -> builtins.list[Task]:
+        """Every valid task by numeric id; invalid files are reported in ``problems`` (and
+        logged once), skipped, kept. ``include_internal=False`` hides Claude Code's
+        ``_internal`` teammate tasks, as its TaskList does."""
+        self.problems = []
         found: builtins.list[Task] = []
-        for entry in os.listdir(self.dir):
-            if not _TASK_FILE.match(entry):
-                continue
+        for task_id in self._ids():
             try:
-                found.append(self._read(self.dir / entry))
+                task = self._read(task_id)
             except NotFound:
                 continue  # deleted between listdir and read
             except CorruptFile as exc:
                 self.problems.append(exc.message)
-                log.warning("%s; skipped (file kept)", exc.message)
-        found.sort(key=lambda t: _numeric(t.id))
+                key = (str(exc.path), file_key(Path(str(exc.path))) or (0, 0, 0))
+                if key not in _reported:
+                    _reported.add(key)
+                    log.warning("%s; skipped (file kept)", exc.message)
+                continue
+            if include_internal or not task.internal:
+                found.append(task)
         return found
 
-    def _index(self) -> dict[str, Task]:
-        return {t.id: t for t in self.list()}
+    def _get_or_none(self, task_id: str) -> Task | None:
+        try:
+            return self._read(task_id)
+        except (NotFound, CorruptFile):
+            return None
 
-    @staticmethod
-    def _open_ids(tasks: Iterable[Task]) -> set[str]:
-        return {t.id for t in tasks if t.status != "completed"}
+    def _open_blockers(self, task: Task) -> builtins.list[str]:
+        """Blockers of ``task`` that exist and are not completed."""
+        return [
+            b for b in task.blocked_by if (t := self._get_or_none(b)) is not None and t.status != "completed"
+        ]
+
+    def is_claimable(self, task: Task) -> bool:
+        return (
+            task.status == "pending"
+            and task.owner_name is None
+            and not task.failed
+            and not task.internal
+            and not self._open_blockers(task)
+        )
 
     def find_claimable(self) -> Task | None:
-        """The lowest-id task that is pending, unowned and has no open blocker."""
-        return self._claimable(self.list())
+        """The lowest-id task that is pending, unowned, not failed and has no open blocker."""
+        return next(self._claimables(), None)
 
-    @classmethod
-    def _claimable(cls, tasks: builtins.list[Task]) -> Task | None:
-        open_ids = cls._open_ids(tasks)
+    def _claimables(self) -> Iterator[Task]:
+        tasks = self.list()
+        open_ids = {t.id for t in tasks if t.status != "completed"}
         for task in tasks:
-            if task.status == "pending" and task.owner_name is None and not open_ids & set(task.blocked_by):
-                return task
-        return None
+            if (
+                task.status == "pending"
+                and task.owner_name is None
+                and not task.failed
+                and not task.internal
+                and not open_ids & set(task.blocked_by)
+            ):
+                yield task
 
     # ------------------------------------------------------------ writing
 
-    def _write(self, task: Task) -> None:
-        atomic_write(self.paths.task(task.id), dump_json(task))
-
-    def _lock(self) -> Any:
-        refuse_claude_root(self.paths.root)
+    @contextmanager
+    def _locked(self) -> Iterator[Guard]:
         ensure_dir(self.dir)
-        return locked(self.paths.tasks_lock)
+        with locked(self.paths.tasks_lock, root=self.paths.root) as guard:
+            yield guard
+
+    def _write(self, guard: Guard, task: Task) -> None:
+        path = self.paths.task(task.id)
+        guard.also(path)  # Claude Code's per-task lock, in a Claude Code root
+        original = read_object(read_bytes(path) or b"")
+        atomic_write(path, dump_json(merged(original, task)))
+        self._cache.pop(task.id, None)
+
+    def _next_id(self) -> str:
+        existing = [int(i) for i in self._ids()]
+        return str(max([self._highwatermark(), *existing]) + 1)
 
     def create(
         self,
@@ -129,31 +224,54 @@ class TaskList:
         *,
         active_form: str | None = None,
         metadata: dict[str, Any] | None = None,
+        blocked_by: Iterable[str] = (),
     ) -> Task:
-        """Create a pending task with the next id; ids are never reused (``.highwatermark``)."""
-        if not isinstance(subject, str) or not subject.strip():
-            raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
-        with self._lock():
-            highest = self._highwatermark()
-            existing = [int(m.group(1)) for e in os.listdir(self.dir) if (m := _TASK_FILE.match(e))]
-            next_id = str(max([highest, *existing]) + 1)
-            task = Task(
-                id=next_id,
-                subject=subject,
-                description=description,
-                active_form=UNSET if active_form is None else active_form,
-                status="pending",
-                blocks=[],
-                blocked_by=[],
-                metadata=UNSET if metadata is None else metadata,
-            )
-            # Task first, then the mark: a crash between leaves the file, whose id the next
-            # create sees in the directory, so no id is ever issued twice.
-            self._write(task)
-            atomic_write(self.paths.highwatermark, next_id.encode())
-            return task
+        """Create a pending task with the next id (ids are never reused) and, under the same
+        lock, its dependencies: no one can see it without its blockers."""
+        return self.create_many([(subject, description, active_form, metadata, list(blocked_by))])[0]
+
+    def create_many(
+        self,
+        specs: Iterable[tuple[str, str, str | None, dict[str, Any] | None, builtins.list[str]]],
+    ) -> builtins.list[Task]:
+        """Create several tasks and their dependencies in one locked pass. ``blocked_by``
+        entries name existing task ids, or ``@N`` for the N-th task of this batch."""
+        specs = builtins.list(specs)
+        for subject, description, _, metadata, _ in specs:
+            _check_text(subject, description)
+            if metadata is not None and not isinstance(metadata, dict):
+                raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        with self._locked() as guard:
+            first = int(self._next_id())
+            ids = [str(first + i) for i in range(len(specs))]
+            graph: dict[str, Task] = {}
+            for task_id, (subject, description, active_form, metadata, _) in zip(ids, specs, strict=True):
+                graph[task_id] = Task(
+                    id=task_id,
+                    subject=subject,
+                    description=description,
+                    active_form=UNSET if active_form is None else active_form,
+                    status="pending",
+                    blocks=[],
+                    blocked_by=[],
+                    metadata=UNSET if metadata is None else metadata,
+                )
+            changed: dict[str, Task] = {}
+            for task_id, (*_, deps) in zip(ids, specs, strict=True):
+                for dep in deps:
+                    blocker = ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep)
+                    self._link(graph, blocker=blocker, blocked=task_id, changed=changed)
+            # Task files first, then the mark: a crash between leaves files whose ids the
+            # next create sees in the directory, so no id is ever issued twice.
+            for task_id in ids:
+                self._write(guard, graph[task_id])
+            for task_id, task in changed.items():
+                if task_id not in ids:
+                    self._write(guard, task)
+            atomic_write(self.paths.highwatermark, ids[-1].encode())
+            created = [graph[i] for i in ids]
+        self._ready([t.id for t in created if not t.blocked_by])
+        return created
 
     def update(
         self,
@@ -170,39 +288,64 @@ class TaskList:
         by: str = LEAD_NAME,
     ) -> Task | None:
         """Merge the given fields into the task; returns it, or None when status='deleted'.
+        See :meth:`change` for the rules."""
+        return self.change(
+            task_id,
+            status=status,
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            owner=owner,
+            add_blocks=add_blocks,
+            add_blocked_by=add_blocked_by,
+            metadata=metadata,
+            by=by,
+        ).task
+
+    def change(
+        self,
+        task_id: str,
+        *,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        owner: str | None = None,
+        add_blocks: Iterable[str] | None = None,
+        add_blocked_by: Iterable[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        by: str = LEAD_NAME,
+    ) -> Change:
+        """Update a task and say which tasks it made claimable.
 
         ``owner=""`` clears the owner. Setting the owner to an agent other than ``by`` sends
-        that agent a ``task_assignment``. Blocks/blockedBy are kept symmetric; a dependency
-        on a missing task or one that would make a cycle is refused and nothing changes.
+        that agent a ``task_assignment``. ``metadata: {key: None}`` deletes the key. Setting
+        ``pending`` clears a recorded failure (a retry). Blocks/blockedBy are kept symmetric;
+        a dependency on a missing task or one that would make a cycle is refused and nothing
+        changes.
         """
         task_id = str(task_id)
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"task status {status!r} is not one of {', '.join(STATUSES)}")
         if status == "deleted":
-            self.delete(task_id)
-            return None
+            return Change(None, self.delete(task_id))  # delete tells on_ready itself
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        if subject is not None or description is not None:
+            _check_text(subject if subject is not None else "x", description)
         new_owner = None if owner is None else (normalise_agent_name(owner) if owner else "")
         if new_owner:
-            # Refuse before changing anything: an assignment must reach a real inbox.
-            from ipc.config import TeamConfigStore
-
-            config_store = TeamConfigStore(self.paths.root, self.team)
-            if config_store.exists():
-                config_store.require_member(new_owner)
-        with self._lock():
-            tasks = self._index()
-            if task_id not in tasks:
-                raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
-            task = tasks[task_id]
+            self._require_member(new_owner)  # an assignment must reach a real inbox
+        with self._locked() as guard:
+            graph: dict[str, Task] = {task_id: self._require(task_id)}
+            task = graph[task_id]
             previous_owner = task.owner_name
             changed: dict[str, Task] = {}
-            for blocked_id in add_blocks or []:
-                self._link(tasks, blocker=task_id, blocked=str(blocked_id), changed=changed)
-            for blocker_id in add_blocked_by or []:
-                self._link(tasks, blocker=str(blocker_id), blocked=task_id, changed=changed)
-            task = tasks[task_id]
+            for blocked in add_blocks or []:
+                self._link(graph, blocker=task_id, blocked=str(blocked), changed=changed)
+            for blocker in add_blocked_by or []:
+                self._link(graph, blocker=str(blocker), blocked=task_id, changed=changed)
+            task = graph[task_id]
             fields: dict[str, Any] = {}
             if subject is not None:
                 fields["subject"] = subject
@@ -212,70 +355,102 @@ class TaskList:
                 fields["active_form"] = active_form
             if new_owner is not None:
                 fields["owner"] = new_owner or UNSET
+            meta = dict(task.meta)
             if metadata is not None:
-                merged = dict(task.metadata) if isinstance(task.metadata, dict) else {}
-                merged.update(metadata)
-                fields["metadata"] = merged
+                meta.update(metadata)
+            if status == "pending":
+                meta.pop("lastError", None)
             if status is not None:
                 fields["status"] = status
+            if metadata is not None or (status == "pending" and "lastError" in task.meta):
+                fields["metadata"] = {k: v for k, v in meta.items() if v is not None} or UNSET
             task = msgspec.structs.replace(task, **fields)
-            tasks[task_id] = changed[task_id] = task
+            graph[task_id] = changed[task_id] = task
+            unblocked: builtins.list[str] = []
             if status == "completed":
-                self._unlink_all(tasks, task_id, changed)
+                unblocked = self._complete(graph, task_id, changed)
+            elif status == "pending" and not task.owner_name and self.is_claimable(task):
+                unblocked = [task_id]  # released or retried: free to claim again
             for item in changed.values():
-                self._write(item)
-            result = tasks[task_id]
+                self._write(guard, item)
+            result = graph[task_id]
         if new_owner and new_owner != previous_owner and new_owner != by:
             self._send_assignment(result, assigned_by=by)
-        return result
+        self._ready(unblocked)
+        return Change(result, unblocked)
 
-    def _link(self, tasks: dict[str, Task], *, blocker: str, blocked: str, changed: dict[str, Task]) -> None:
+    def _require(self, task_id: str) -> Task:
+        return self._read(task_id)
+
+    def _require_member(self, name: str) -> None:
+        from ipc.config import TeamConfigStore
+
+        store = TeamConfigStore(self.paths.root, self.team)
+        if store.exists():
+            store.require_member(name)
+
+    def _link(self, graph: dict[str, Task], *, blocker: str, blocked: str, changed: dict[str, Task]) -> None:
         for tid in (blocker, blocked):
-            if tid not in tasks:
-                raise NotFound(f"task #{tid} does not exist in team {self.team!r}; cannot add the dependency")
+            if tid not in graph:
+                try:
+                    graph[tid] = self._read(tid)
+                except (NotFound, InvalidInput):
+                    raise NotFound(
+                        f"task #{tid} does not exist in team {self.team!r}; cannot add the dependency"
+                    ) from None
         if blocker == blocked:
             raise Conflict(f"task #{blocker} cannot block itself")
-        if tasks[blocker].status == "completed":
+        if graph[blocker].status == "completed":
             return  # a completed blocker is already satisfied: nothing to wait for
-        if self._reaches(tasks, start=blocked, goal=blocker):
+        if self._reaches(graph, start=blocked, goal=blocker):
             raise Conflict(
                 f"task #{blocked} blocked by #{blocker} would make a dependency cycle "
                 f"(#{blocked} already leads to #{blocker})"
             )
-        a, b = tasks[blocker], tasks[blocked]
+        a, b = graph[blocker], graph[blocked]
         if blocked not in a.blocks:
-            tasks[blocker] = changed[blocker] = msgspec.structs.replace(a, blocks=[*a.blocks, blocked])
+            graph[blocker] = changed[blocker] = msgspec.structs.replace(a, blocks=[*a.blocks, blocked])
         if blocker not in b.blocked_by:
-            tasks[blocked] = changed[blocked] = msgspec.structs.replace(b, blocked_by=[*b.blocked_by, blocker])
+            graph[blocked] = changed[blocked] = msgspec.structs.replace(
+                b, blocked_by=[*b.blocked_by, blocker]
+            )
 
-    @staticmethod
-    def _reaches(tasks: dict[str, Task], *, start: str, goal: str) -> bool:
-        """True if ``goal`` is reachable from ``start`` by following ``blocks`` edges."""
+    def _reaches(self, graph: dict[str, Task], *, start: str, goal: str) -> bool:
+        """True if ``goal`` is reachable from ``start`` by following ``blocks`` edges
+        (reading only the tasks on the way)."""
         seen, stack = set(), [start]
         while stack:
             current = stack.pop()
             if current == goal:
                 return True
-            if current in seen or current not in tasks:
+            if current in seen:
                 continue
             seen.add(current)
-            stack.extend(tasks[current].blocks)
+            node = graph.get(current) or self._get_or_none(current)
+            if node is not None:
+                graph.setdefault(current, node)
+                stack.extend(node.blocks)
         return False
 
-    @staticmethod
-    def _unlink_all(tasks: dict[str, Task], task_id: str, changed: dict[str, Task]) -> None:
-        """Remove every edge touching ``task_id`` from both sides."""
-        for other_id, other in list(tasks.items()):
-            if other_id == task_id:
+    def _complete(self, graph: dict[str, Task], task_id: str, changed: dict[str, Task]) -> builtins.list[str]:
+        """Remove every edge of a completed task, from both sides (its dependents' blockedBy
+        above all); returns the dependents now claimable. Reads only its neighbours."""
+        me = graph[task_id]
+        unblocked = []
+        for other_id in dict.fromkeys([*me.blocks, *me.blocked_by]):
+            other = graph.get(other_id) or self._get_or_none(other_id)
+            if other is None or task_id not in (*other.blocks, *other.blocked_by):
                 continue
-            if task_id in other.blocks or task_id in other.blocked_by:
-                tasks[other_id] = changed[other_id] = msgspec.structs.replace(
-                    other,
-                    blocks=[x for x in other.blocks if x != task_id],
-                    blocked_by=[x for x in other.blocked_by if x != task_id],
-                )
-        me = tasks[task_id]
-        tasks[task_id] = changed[task_id] = msgspec.structs.replace(me, blocks=[], blocked_by=[])
+            other = msgspec.structs.replace(
+                other,
+                blocks=[x for x in other.blocks if x != task_id],
+                blocked_by=[x for x in other.blocked_by if x != task_id],
+            )
+            graph[other_id] = changed[other_id] = other
+            if other_id in me.blocks and self.is_claimable(other):
+                unblocked.append(other_id)
+        graph[task_id] = changed[task_id] = msgspec.structs.replace(me, blocks=[], blocked_by=[])
+        return unblocked
 
     def _send_assignment(self, task: Task, *, assigned_by: str) -> None:
         from ipc.mailbox import Mailbox
@@ -288,25 +463,41 @@ class TaskList:
             timestamp=now_iso(),
         )
         if task.owner_name is not None:
-            Mailbox(self.paths.root, self.team, task.owner_name).append(sender=assigned_by, text=body_text(body))
+            Mailbox(self.paths.root, self.team, task.owner_name).append(
+                sender=assigned_by, text=body_text(body)
+            )
 
-    def delete(self, task_id: str) -> None:
-        """Remove the task and every reference to it; its id is never issued again."""
+    def delete(self, task_id: str) -> builtins.list[str]:
+        """Remove the task and every reference to it; its id is never issued again.
+        Returns the tasks its removal made claimable."""
         task_id = str(task_id)
-        with self._lock():
-            tasks = self._index()
-            if task_id not in tasks:
-                raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
+        with self._locked() as guard:
+            task = self._require(task_id)
             changed: dict[str, Task] = {}
-            self._unlink_all(tasks, task_id, changed)
-            for other_id, item in changed.items():
-                if other_id != task_id:
-                    self._write(item)
+            unblocked = []
+            for other_id in dict.fromkeys([*task.blocks, *task.blocked_by]):
+                other = self._get_or_none(other_id)
+                if other is None:
+                    continue
+                other = msgspec.structs.replace(
+                    other,
+                    blocks=[x for x in other.blocks if x != task_id],
+                    blocked_by=[x for x in other.blocked_by if x != task_id],
+                )
+                changed[other_id] = other
+            for other in changed.values():
+                self._write(guard, other)
+                if task_id in task.blocks and self.is_claimable(other):
+                    unblocked.append(other.id)
             # A create killed between its task file and the mark leaves the mark behind; once
             # the file is gone only the mark remembers the id, so raise it first.
             if self._highwatermark() < int(task_id):
                 atomic_write(self.paths.highwatermark, task_id.encode())
+            guard.also(self.paths.task(task_id))
             os.unlink(self.paths.task(task_id))
+            self._cache.pop(task_id, None)
+        self._ready(unblocked)
+        return unblocked
 
     def _highwatermark(self) -> int:
         mark = read_bytes(self.paths.highwatermark)
@@ -315,48 +506,67 @@ class TaskList:
     def claim(self, task_id: str, agent: str, *, check_agent_busy: bool = False) -> ClaimResult:
         """Make ``agent`` the owner and set ``in_progress``, atomically; or say why not."""
         agent = normalise_agent_name(agent)
-        with self._lock():
-            return self._claim_locked(self.list(), str(task_id), agent, check_agent_busy)
+        if not re.fullmatch(r"[0-9]{1,12}", str(task_id)):
+            return ClaimResult(success=False, reason="task_not_found")
+        with self._locked() as guard:
+            return self._claim_locked(guard, str(task_id), agent, check_agent_busy)
 
-    def _claim_locked(self, tasks: builtins.list[Task], task_id: str, agent: str, check_agent_busy: bool) -> ClaimResult:
-        by_id = {t.id: t for t in tasks}
-        task = by_id.get(task_id)
+    def _claim_locked(self, guard: Guard, task_id: str, agent: str, check_agent_busy: bool) -> ClaimResult:
+        task = self._get_or_none(task_id)
         if task is None:
             return ClaimResult(success=False, reason="task_not_found")
         if task.owner_name is not None and task.owner_name != agent:
             return ClaimResult(success=False, reason="already_claimed", task=task)
         if task.status == "completed":
             return ClaimResult(success=False, reason="already_resolved", task=task)
-        if self._open_ids(tasks) & set(task.blocked_by):
+        if self._open_blockers(task):
             return ClaimResult(success=False, reason="blocked", task=task)
         if check_agent_busy and any(
-            t.owner_name == agent and t.status == "in_progress" and t.id != task_id for t in tasks
+            t.owner_name == agent and t.status == "in_progress" and t.id != task_id for t in self.list()
         ):
             return ClaimResult(success=False, reason="agent_busy", task=task)
         claimed = msgspec.structs.replace(task, owner=agent, status="in_progress")
-        self._write(claimed)
+        self._write(guard, claimed)
         return ClaimResult(success=True, task=claimed)
 
-    def claim_next(self, agent: str) -> Task | None:
-        """Auto-claim: atomically claim the lowest claimable task for ``agent``, if any."""
+    def claim_next(self, agent: str, hint: str = "") -> Task | None:
+        """Auto-claim for ``agent``: the task ``hint`` if it can be had, else the lowest
+        claimable task. The search runs without the lock; the claim under it reads only the
+        candidate and its blockers."""
         agent = normalise_agent_name(agent)
-        if self.find_claimable() is None:  # cheap unlocked look first: idle agents poll this
-            return None
-        with self._lock():
-            tasks = self.list()
-            candidate = self._claimable(tasks)
+        if hint:
+            candidate = self._get_or_none(hint)
+            if candidate is not None and self.is_claimable(candidate):
+                result = self.claim(hint, agent)
+                if result.success:
+                    return result.task
+        for _ in range(8):  # another claimer may win a candidate: try the next one
+            candidate = self.find_claimable()
             if candidate is None:
                 return None
-            result = self._claim_locked(tasks, candidate.id, agent, check_agent_busy=False)
-            return result.task if result.success else None
+            with self._locked() as guard:
+                current = self._get_or_none(candidate.id)
+                if current is None or not self.is_claimable(current):
+                    continue
+                result = self._claim_locked(guard, candidate.id, agent, check_agent_busy=False)
+            if result.success:
+                return result.task
+        return None
 
-    def release_owner(self, agent: str) -> builtins.list[str]:
-        """Put ``agent``'s in_progress tasks back to pending with no owner (after its death)."""
+    def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
+        """Put ``agent``'s in_progress tasks back to pending with no owner (after its death,
+        or a failed turn); ``error`` is recorded as ``metadata.lastError``."""
         agent = normalise_agent_name(agent)
         released: builtins.list[str] = []
-        with self._lock():
+        with self._locked() as guard:
             for task in self.list():
                 if task.owner_name == agent and task.status == "in_progress":
-                    self._write(msgspec.structs.replace(task, owner=UNSET, status="pending"))
+                    meta = dict(task.meta)
+                    if error:
+                        meta["lastError"] = error[-2000:]
+                    self._write(
+                        guard,
+                        msgspec.structs.replace(task, owner=UNSET, status="pending", metadata=meta or UNSET),
+                    )
                     released.append(task.id)
         return released

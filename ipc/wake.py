@@ -1,157 +1,128 @@
-"""The doorbell: one ZeroMQ PAIR per teammate over ipc:// in the private runtime directory.
+"""The doorbell: one hop from any sender straight to the recipient.
 
-It stands in for Claude Code's anonymous Unix socketpair. The inbox file is the truth; a
-frame here carries nothing that matters if lost, because every teammate also re-reads its
-inbox on a slow fallback poll. All ZeroMQ detail stays in this module and ``ipc.control``.
+Each agent that can be woken binds a ZeroMQ ``PULL`` socket at a path in the team's private
+runtime directory (:func:`endpoint`); a sender writes the recipient's inbox first, then
+sends an empty frame from a ``PUSH`` socket it keeps (:class:`Waker`). The frame carries
+nothing that matters: the inbox file is the truth, and every agent also re-reads its inbox
+on a slow fallback poll, so a lost wake costs latency, never a message.
+
+A wake must not be lost in the normal case, even from a process that exits right after
+sending (the CLI): sockets linger until their frames are out, and a recipient that is not
+listening (no socket file) is not waited for. All ZeroMQ detail stays in ``ipc``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import weakref
 from pathlib import Path
-from typing import Literal, TypeVar
 
-import msgspec
 import zmq
 
-from ipc.errors import InvalidInput, StorageError
+from ipc.boundary import zmq_errors
+from ipc.poller import shut
 
-T = TypeVar("T")
-MAX_FRAME_BYTES = 64 * 1024
-DEFAULT_FALLBACK_POLL = 5.0
-POLL_INTERVAL = 0.5  # Claude Code's inbox poll (seed 000 §5)
-WakeMode = Literal["zmq", "poll"]
+DEFAULT_LINGER_MS = 1000
+_HWM = 64  # a doorbell needs no queue: one frame waiting is as good as many
 
 
-class Hello(msgspec.Struct, tag=True):
-    """Teammate → supervisor, once connected: ready."""
-
-    agent: str
-    pid: int
-
-
-class Ring(msgspec.Struct, tag=True):
-    """Teammate → supervisor: I wrote to ``recipient``'s inbox; wake it."""
-
-    recipient: str
-
-
-class State(msgspec.Struct, tag=True):
-    """Teammate → supervisor: the loop went idle or started working."""
-
-    state: Literal["running", "idle"]
-    task: str = ""
-
-
-class Wake(msgspec.Struct, tag=True):
-    """Supervisor → teammate: look at your inbox."""
-
-
-class UserMessage(msgspec.Struct, tag=True):
-    """Supervisor → teammate: an in-memory message from the lead (priority 1)."""
-
-    text: str
-
-
-Frame = Hello | Ring | State | Wake | UserMessage
-_encoder = msgspec.msgpack.Encoder()
-_decoder: msgspec.msgpack.Decoder[Frame] = msgspec.msgpack.Decoder(Frame)
-
-
-def encode(frame: Frame) -> bytes:
-    return _encoder.encode(frame)
-
-
-def decode(data: bytes) -> Frame:
-    """Strict: anything that is not exactly a frame raises InvalidInput."""
-    return strict_decode(_decoder, data, MAX_FRAME_BYTES, "wake frame")
-
-
-def strict_decode(decoder: msgspec.msgpack.Decoder[T], data: bytes, limit: int, what: str) -> T:
-    """Decode one size-bounded wire frame; anything else is InvalidInput, in our words."""
-    if len(data) > limit:
-        raise InvalidInput(f"{what} of {len(data)} bytes exceeds {limit}")
-    try:
-        return decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InvalidInput(f"malformed {what}: {exc}") from exc
-
-
-def socket_path(runtime_dir: Path, agent: str) -> Path:
+def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
     # Hashed: agent names may be 64 characters, and sun_path holds only 107 bytes.
-    return runtime_dir / f"w-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"
+    return runtime_dir / f"{kind}-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"
 
 
 def endpoint(runtime_dir: Path, agent: str) -> str:
     return f"ipc://{socket_path(runtime_dir, agent)}"
 
 
-def _pair(ctx: zmq.Context[zmq.Socket[bytes]]) -> zmq.Socket[bytes]:
-    sock = ctx.socket(zmq.PAIR)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
-    return sock
-
-
-class SupervisorEnd:
-    """The supervisor's end of one teammate's PAIR (bound, so a restarted teammate reconnects)."""
+class WakeListener:
+    """An agent's own doorbell (bound, so a restarted agent takes it over)."""
 
     def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], runtime_dir: Path, agent: str) -> None:
-        self.agent = agent
         self.path = socket_path(runtime_dir, agent)
-        self.socket = _pair(ctx)
-        try:
-            self.socket.bind(endpoint(runtime_dir, agent))
-        except zmq.ZMQError as exc:
-            self.socket.close(0)
-            raise StorageError(f"cannot bind the wake socket of {agent} at {self.path}: {exc}") from exc
+        self.socket = ctx.socket(zmq.PULL)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.RCVHWM, _HWM)
+        self.socket.setsockopt(zmq.MAXMSGSIZE, 1024)
+        with zmq_errors(f"cannot bind the wake socket of {agent} at {self.path}"):
+            try:
+                self.socket.bind(f"ipc://{self.path}")
+            except zmq.ZMQError:
+                self.socket.close(0)
+                raise
         os.chmod(self.path, 0o600)
 
-    def send(self, frame: Frame) -> bool:
-        """Send without blocking; a frame that cannot go now is dropped (the fallback poll covers it)."""
-        try:
-            self.socket.send(encode(frame), zmq.NOBLOCK)
-            return True
-        except zmq.ZMQError:
-            return False
+    def drain(self) -> int:
+        """Take every waiting frame; returns how many there were."""
+        count = 0
+        while True:
+            try:
+                self.socket.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return count
+            count += 1
 
     def close(self) -> None:
         self.socket.close(0)
         self.path.unlink(missing_ok=True)
 
 
-class TeammateEnd:
-    """A teammate's end: connect, ring, and wait for a wake with a timeout."""
+class Waker:
+    """Rings agents' doorbells from any process; keeps one connected socket per recipient."""
 
-    def __init__(self, endpoint_url: str) -> None:
-        self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context(io_threads=1)
-        self.socket = _pair(self.ctx)
-        self.socket.connect(endpoint_url)
-        self.poller = zmq.Poller()
-        self.poller.register(self.socket, zmq.POLLIN)
+    def __init__(
+        self,
+        runtime_dir: Path,
+        *,
+        linger_ms: int = DEFAULT_LINGER_MS,
+        ctx: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.runtime_dir = runtime_dir
+        self.linger_ms = linger_ms
+        self._own_ctx = ctx is None
+        self.ctx: zmq.Context[zmq.Socket[bytes]] | None = ctx
+        self.sockets: dict[str, zmq.Socket[bytes]] = {}
+        self._finalizer: weakref.finalize[..., Waker] | None = None
 
-    def send(self, frame: Frame) -> None:
+    def wake(self, agent: str) -> bool:
+        """Wake ``agent``; False if it is not listening (nothing to wait for)."""
+        sock = self.sockets.get(agent)
+        if sock is None:
+            path = socket_path(self.runtime_dir, agent)
+            if not path.exists():
+                return False
+            if self.ctx is None:
+                self.ctx = zmq.Context(io_threads=1)
+                self._finalizer = weakref.finalize(self, shut, self.ctx, self.sockets, 0)
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, self.linger_ms)
+            sock.setsockopt(zmq.SNDHWM, _HWM)
+            sock.setsockopt(zmq.RECONNECT_IVL, 20)
+            sock.connect(f"ipc://{path}")
+            self.sockets[agent] = sock
         try:
-            self.socket.send(encode(frame), zmq.NOBLOCK)
+            sock.send(b"", zmq.NOBLOCK)
+            return True
         except zmq.ZMQError:
-            pass  # a doorbell that cannot ring now: the recipient's fallback poll finds the message
+            return False  # its queue is full: it has plenty of wakes to read already
 
-    def wait(self, timeout: float) -> list[Frame]:
-        """Block up to ``timeout`` s for frames; returns every frame that arrived (maybe none)."""
-        frames: list[Frame] = []
-        if not self.poller.poll(int(timeout * 1000)):
-            return frames
-        while True:
-            try:
-                data = self.socket.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return frames
-            try:
-                frames.append(decode(data))
-            except InvalidInput:
-                continue  # a bad frame is dropped; the inbox file stays the truth
+    def forget(self, agent: str) -> None:
+        """Drop the socket to ``agent`` (it has left the team)."""
+        sock = self.sockets.pop(agent, None)
+        if sock is not None:
+            sock.close(0)
 
     def close(self) -> None:
-        self.socket.close(0)
-        self.ctx.term()
+        """Close, letting frames still in flight go out (up to the linger). A Waker that is
+        never closed drops what is still in flight when it is collected."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._own_ctx and self.ctx is not None:
+            shut(self.ctx, self.sockets, None)
+            self.ctx = None
+        else:
+            for sock in self.sockets.values():
+                sock.close()
+        self.sockets.clear()

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from ipc import messaging
-from ipc.clock import now_iso
 from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.mailbox import Mailbox
 from ipc.paths import TeamPaths
@@ -35,15 +34,6 @@ def review_plan(content: str) -> tuple[bool, str]:
     return False, "A plan needs at least two concrete steps: add how you will check the result."
 
 
-def plan_response(request: PlanApprovalRequest, approved: bool, *, permission_mode: str = "", feedback: str = "") -> PlanApprovalResponse:
-    response = PlanApprovalResponse(request_id=request.request_id, approved=approved, timestamp=now_iso())
-    if approved:
-        response.permission_mode = permission_mode or "acceptEdits"
-    else:
-        response.feedback = feedback or "Rejected by the lead."
-    return response
-
-
 def pending(paths: TeamPaths) -> list[tuple[InboxMessage, Request]]:
     """Unanswered plan approval and permission requests in the lead's inbox, oldest first."""
     found = []
@@ -56,6 +46,7 @@ def pending(paths: TeamPaths) -> list[tuple[InboxMessage, Request]]:
 
 def answer(
     paths: TeamPaths,
+    messenger: messaging.Messenger,
     request_id: str,
     *,
     approve: bool,
@@ -70,7 +61,8 @@ def answer(
     match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
     if match is None:
         answered = any(
-            isinstance(b := parse_body(m.text), PlanApprovalRequest | PermissionRequest) and b.request_id == request_id
+            isinstance(b := parse_body(m.text), PlanApprovalRequest | PermissionRequest)
+            and b.request_id == request_id
             for m in lead.read()
         )
         if answered:
@@ -79,18 +71,28 @@ def answer(
         raise NotFound(f"no pending request {request_id!r}; pending: {known}")
     message, body = match
     if isinstance(body, PlanApprovalRequest):
-        response: PlanApprovalResponse | PermissionResponse = plan_response(body, approve, permission_mode=permission_mode, feedback=feedback)
+        from supervisor.lead_inbox import plan_response
+
+        response: PlanApprovalResponse | PermissionResponse = plan_response(
+            body, approve, permission_mode=permission_mode, feedback=feedback
+        )
         agent = body.from_
     else:
         if approve:
             response = PermissionResponse(
-                request_id=body.request_id, subtype="success",
-                response=PermissionGrant(updated_input=updated_input if updated_input is not None else body.input, permission_updates=[]),
+                request_id=body.request_id,
+                subtype="success",
+                response=PermissionGrant(
+                    updated_input=updated_input if updated_input is not None else body.input,
+                    permission_updates=[],
+                ),
             )
         else:
-            response = PermissionResponse(request_id=body.request_id, subtype="error", error=feedback or "Denied by the lead")
+            response = PermissionResponse(
+                request_id=body.request_id, subtype="error", error=feedback or "Denied by the lead"
+            )
         agent = body.agent_id
-    messaging.send_body(paths.root, paths.team, LEAD_NAME, agent, response)
+    messenger.send_body(LEAD_NAME, agent, response)
     lead.mark_read_matching(message)
     return {"request_id": request_id, "agent": agent, "approved": approve, "type": type(response).__name__}
 

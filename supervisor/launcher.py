@@ -12,6 +12,7 @@ import time
 import psutil
 
 from ipc.errors import Conflict, NotRunning, SupervisorError
+from ipc.launch import SupervisorOptions
 from ipc.paths import TeamPaths
 
 START_TIMEOUT = 30.0
@@ -37,34 +38,34 @@ def supervisor_pid(paths: TeamPaths) -> int | None:
     return None
 
 
-def start(
-    paths: TeamPaths,
-    *,
-    wake: str = "zmq",
-    fallback_poll: float = 5.0,
-    restart: str = "on-failure",
-    intensity: int = 3,
-    period: float = 30.0,
-    spawn: str = "zygote",
-    plan_approval: str = "auto",
-    lead_permission_mode: str = "acceptEdits",
-) -> subprocess.Popen[bytes]:
+def start(paths: TeamPaths, options: SupervisorOptions) -> subprocess.Popen[bytes]:
     """Start the daemon in its own session, logging to the runtime dir; return once it serves."""
     running = supervisor_pid(paths)
     if running is not None:
-        raise Conflict(f"team {paths.team!r} is already up (supervisor pid {running}); 'agentteams down {paths.team}' first")
+        raise Conflict(
+            f"team {paths.team!r} is already up (supervisor pid {running}); 'agentteams down {paths.team}' first"
+        )
     runtime = paths.runtime_dir()
     read_end, write_end = os.pipe()
     with open(runtime / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "supervisor.daemon", "--root", str(paths.root), "--team", paths.team,
-                "--wake", wake, "--fallback-poll", str(fallback_poll), "--restart", restart,
-                "--intensity", str(intensity), "--period", str(period), "--spawn", spawn,
-                "--plan-approval", plan_approval, "--lead-permission-mode", lead_permission_mode,
-                "--ready-fd", str(write_end),
+                sys.executable,
+                "-m",
+                "supervisor.daemon",
+                "--root",
+                str(paths.root),
+                "--team",
+                paths.team,
+                "--ready-fd",
+                str(write_end),
+                *options.to_argv(),
             ],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(write_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            pass_fds=(write_end,),
         )
     os.close(write_end)
     try:
@@ -74,7 +75,10 @@ def start(
     if line.startswith("ok"):
         return proc
     proc.wait(5)
-    detail = line.removeprefix("error ").strip() or f"it exited with {proc.returncode}; see {runtime / 'supervisor.log'}"
+    detail = (
+        line.removeprefix("error ").strip()
+        or f"it exited with {proc.returncode}; see {runtime / 'supervisor.log'}"
+    )
     raise SupervisorError(f"the supervisor of {paths.team!r} did not start: {detail}")
 
 

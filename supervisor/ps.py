@@ -1,127 +1,368 @@
-"""The live process tree of a team, read with psutil: supervisor → zygote, teammates → tools."""
+"""The live process tree, read with psutil: supervisor → fork server, lead, teammates → their
+tools and subagents; and Claude Code's own teams and processes under a Claude Code root.
+
+Everything is returned as Structs (``agentteams ps --json`` prints them), so people and
+inspection tools read the same thing.
+"""
 
 from __future__ import annotations
 
+import os
 import time
-from typing import TYPE_CHECKING, Any
 
+import msgspec
 import psutil
 
-from ipc.errors import AgentTeamsError
+from ipc.config import scan_teams
+from ipc.errors import AgentTeamsError, NotFound
+from ipc.launch import TeamStatus
 from ipc.mailbox import Mailbox
+from ipc.osproc import command_line_args
+from ipc.paths import TeamPaths
+from ipc.schemas import Task, TeamConfig
+from ipc.tasks import TaskList
+from supervisor import launcher
+from supervisor.team import Team
 
-if TYPE_CHECKING:
-    from supervisor.team import Team
+CPU_SAMPLE = 0.1  # seconds between the two readings cpu_percent needs
 
 
-def describe(pid: int, sample: float = 0.0) -> dict[str, Any] | None:
-    """pid, name, cpu %, rss, uss, uptime and cmdline of one process; None if it is gone."""
+class ProcInfo(msgspec.Struct, kw_only=True):
+    pid: int
+    ppid: int
+    name: str
+    status: str
+    cpu_percent: float
+    rss: int
+    uss: int | None
+    uptime: float
+    cmdline: str
+    depth: int = 0  # below the teammate: 1 = its child, 2 = a grandchild…
+
+
+class TaskRef(msgspec.Struct, kw_only=True):
+    id: str
+    subject: str
+
+
+class MateTree(msgspec.Struct, kw_only=True):
+    name: str
+    state: str
+    pid: int | None
+    restarts: int
+    unread: int
+    role: str = "teammate"
+    parent: str = ""
+    task: TaskRef | None = None
+    process: ProcInfo | None = None
+    children: list[ProcInfo] = []
+
+
+class TeamTree(msgspec.Struct, kw_only=True):
+    team: str
+    root: str
+    supervisor: ProcInfo | None = None
+    forkserver: ProcInfo | None = None
+    lead: ProcInfo | None = None
+    wake: str = ""
+    teammates: list[MateTree] = []
+
+
+class ClaudeProcess(msgspec.Struct, kw_only=True):
+    pid: int
+    agent_id: str
+    team: str
+    member: bool
+
+
+class ClaudeTeam(msgspec.Struct, kw_only=True):
+    """A team Claude Code made: live while its lead session runs, stale after."""
+
+    team: str
+    lead_pid: int | None
+    live: bool
+    members: list[str]
+    processes: list[ClaudeProcess] = []
+
+
+class Snapshot(msgspec.Struct, kw_only=True):
+    teams: list[TeamTree] = []
+    claude_code: list[ClaudeTeam] = []
+    problems: list[str] = []
+
+
+# ---------------------------------------------------------------- processes
+
+
+def describe(pid: int, depth: int = 0) -> ProcInfo | None:
+    """One process, or None if it is gone (or not ours to read)."""
     try:
-        proc = psutil.Process(pid)
+        proc = _process(pid)
         with proc.oneshot():
-            info: dict[str, Any] = {
-                "pid": pid,
-                "ppid": proc.ppid(),
-                "name": proc.name(),
-                "status": proc.status(),
-                "cpu_percent": proc.cpu_percent(interval=sample) if sample else proc.cpu_percent(None),
-                "rss": proc.memory_info().rss,
-                "uptime": round(time.time() - proc.create_time(), 1),
-                "cmdline": " ".join(proc.cmdline())[:200],
-            }
+            info = ProcInfo(
+                pid=pid,
+                ppid=proc.ppid(),
+                name=proc.name(),
+                status=proc.status(),
+                cpu_percent=round(proc.cpu_percent(None), 1),
+                rss=proc.memory_info().rss,
+                uss=None,
+                uptime=round(time.time() - proc.create_time(), 1),
+                cmdline=" ".join(command_line_args(proc.cmdline()))[:300],
+                depth=depth,
+            )
         try:
-            info["uss"] = proc.memory_full_info().uss
+            info.uss = proc.memory_full_info().uss
         except (psutil.AccessDenied, psutil.ZombieProcess):
-            info["uss"] = None
+            pass
         return info
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return None
 
 
-def children(pid: int) -> list[dict[str, Any]]:
+_procs: dict[int, psutil.Process] = {}
+
+
+def _process(pid: int) -> psutil.Process:
+    # Kept between calls so cpu_percent measures since the last look, not since nothing.
+    proc = _procs.get(pid)
+    if proc is None or not proc.is_running():
+        proc = _procs[pid] = psutil.Process(pid)
+    return proc
+
+
+def prime(pids: list[int]) -> None:
+    """Take the first CPU reading of ``pids`` (the next :func:`describe` measures from here)."""
+    for pid in pids:
+        try:
+            _process(pid).cpu_percent(None)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+
+
+def descendants(pid: int) -> list[ProcInfo]:
+    """Every process below ``pid``, each with its depth (1 = child), parents before children."""
     try:
         kids = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [d for k in kids if (d := describe(k.pid)) is not None]
+    depth = {pid: 0}
+    out = []
+    for kid in sorted(kids, key=lambda k: k.pid):
+        try:
+            parent = kid.ppid()
+        except psutil.NoSuchProcess:
+            continue
+        depth[kid.pid] = depth.get(parent, 0) + 1
+    for kid in kids:
+        if (info := describe(kid.pid, depth.get(kid.pid, 1))) is not None:
+            out.append(info)
+    return out
 
 
-def team_tree(team: Team) -> dict[str, Any]:
-    """The team's processes with state, resources, unread messages and current task."""
+# ---------------------------------------------------------------- our teams
+
+
+def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
+    """One team's processes with state, resources, unread messages and current task."""
+    tree = TeamTree(team=team.name, root=str(team.root))
     pid = team.supervisor_pid()
-    tree: dict[str, Any] = {"team": team.name, "root": str(team.root), "supervisor": None, "zygote": None, "teammates": []}
     if pid is None or pid < 0:
         return tree
     try:
-        status = team.status()
+        status = status or team.status()
     except AgentTeamsError:
         return tree
-    tree["supervisor"] = describe(pid)
-    tree["wake"] = status["wake"]
-    if status.get("zygote"):
-        tree["zygote"] = describe(status["zygote"])
-    owned = {t.owner_name: t for t in team.tasks.list() if t.status == "in_progress" and t.owner_name}
-    for mate in status["teammates"]:
-        entry: dict[str, Any] = {
-            "name": mate["name"],
-            "state": mate["state"],
-            "pid": mate["pid"],
-            "restarts": mate["restarts"],
-            "unread": len(Mailbox(team.root, team.name, mate["name"]).unread()),
-            "task": None,
-            "process": None,
-            "children": [],
-        }
-        task = owned.get(mate["name"])
-        if task is not None:
-            entry["task"] = {"id": task.id, "subject": task.subject}
-        if mate["pid"]:
-            entry["process"] = describe(mate["pid"])
-            entry["children"] = children(mate["pid"])
-        tree["teammates"].append(entry)
+    tree.supervisor, tree.wake = describe(pid), status.wake
+    if status.forkserver:
+        tree.forkserver = describe(status.forkserver)
+    if status.lead_pid:
+        tree.lead = describe(status.lead_pid)
+    owned = {
+        t.owner_name: t for t in _tasks_or_empty(team.tasks) if t.status == "in_progress" and t.owner_name
+    }
+    for mate in status.teammates:
+        task = owned.get(mate.name)
+        if task is None and mate.task:
+            task = next((t for t in _tasks_or_empty(team.tasks) if t.id == mate.task), None)
+        entry = MateTree(
+            name=mate.name,
+            state=mate.state,
+            pid=mate.pid,
+            restarts=mate.restarts,
+            role=mate.role,
+            parent=mate.parent,
+            unread=_unread(team, mate.name),
+            task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+        )
+        if mate.pid:
+            entry.process = describe(mate.pid)
+            entry.children = descendants(mate.pid)
+        tree.teammates.append(entry)
     return tree
 
 
-def claude_code_processes(root: str | None, team: str | None = None) -> list[dict[str, Any]]:
-    """Real Claude Code teammates: processes whose command line carries ``--agent-id NAME@TEAM``,
-    matched against that team's config under ``root`` (e.g. ``--root ~/.claude``)."""
-    from ipc.config import TeamConfigStore
+def _tasks_or_empty(tasks: TaskList) -> list[Task]:
+    try:
+        return tasks.list()
+    except AgentTeamsError:
+        return []
 
+
+def _unread(team: Team, name: str) -> int:
+    try:
+        return len(Mailbox(team.root, team.name, name).unread_entries())
+    except AgentTeamsError:
+        return 0
+
+
+def snapshot(root: str | None, team_name: str | None = None) -> Snapshot:
+    """Every team under ``root`` (or one), with Claude Code's own under a Claude Code root.
+    A team whose config does not parse still shows its processes, and a problem line."""
+    configs, problems = scan_teams(root)
+    names = [c.name for c in configs]
+    if team_name is not None:
+        paths = TeamPaths(root, team_name)
+        if paths.team not in names and launcher.supervisor_pid(paths) is None and not paths.config.exists():
+            raise NotFound(f"team {paths.team!r} does not exist under {paths.root}")
+        names = [paths.team]
+        problems = [p for p in problems if f"/{paths.team}/" in p]
+    teams = [Team(n, root) for n in names]
+    statuses = {t.name: _status(t) for t in teams}
+    prime([p for s in statuses.values() if s for p in _pids(s)])
+    if any(statuses.values()):
+        time.sleep(CPU_SAMPLE)
+    snap = Snapshot(problems=problems)
+    for team in teams:
+        status = statuses[team.name]
+        snap.teams.append(
+            team_tree(team, status) if status else TeamTree(team=team.name, root=str(team.root))
+        )
+    snap.claude_code = claude_code_teams(root, configs, team_name)
+    return snap
+
+
+def _status(team: Team) -> TeamStatus | None:
+    if not team.is_up():
+        return None
+    try:
+        return team.status()
+    except AgentTeamsError:
+        return None
+
+
+def _pids(status: TeamStatus) -> list[int]:
+    pids = [status.supervisor, *(t.pid for t in status.teammates if t.pid)]
+    return [p for p in pids if p]
+
+
+# ---------------------------------------------------------------- Claude Code's teams
+
+
+def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
+    """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``."""
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = proc.info.get("cmdline") or []
-        if "--agent-id" not in cmdline:
+        cmdline = command_line_args(proc.info.get("cmdline") or [])
+        if "--agent-id" not in cmdline or proc.info["pid"] == os.getpid():
             continue
         index = cmdline.index("--agent-id")
         if index + 1 >= len(cmdline) or "@" not in cmdline[index + 1]:
             continue
         agent_id = cmdline[index + 1]
-        name, _, team_name = agent_id.partition("@")
-        if team and team_name != team:
-            continue
-        try:
-            member = TeamConfigStore(root, team_name).read().member(name) is not None
-        except AgentTeamsError:
-            member = False
-        found.append({"pid": proc.info["pid"], "agent_id": agent_id, "team": team_name, "member": member})
+        if team is None or agent_id.partition("@")[2] == team:
+            found.append((proc.info["pid"], agent_id))
     return found
 
 
-def print_tree(tree: dict[str, Any]) -> None:
-    sup = tree.get("supervisor")
-    if sup is None:
-        print(f"{tree['team']}: not up")
-        return
-    print(f"{tree['team']}: supervisor {sup['pid']}  cpu {sup['cpu_percent']:.0f}%  rss {sup['rss'] // 2**20} MiB  up {sup['uptime']:.0f}s  wake {tree.get('wake')}")
-    if tree.get("zygote"):
-        print(f"├─ zygote {tree['zygote']['pid']}  uss {(tree['zygote'].get('uss') or 0) // 2**20} MiB")
-    for mate in tree["teammates"]:
-        proc = mate.get("process") or {}
-        task = mate.get("task")
-        print(
-            f"├─ {mate['name']:<14} {mate['pid'] or '-':>7}  {mate['state']:<8} cpu {proc.get('cpu_percent', 0):>3.0f}%  "
-            f"rss {(proc.get('rss') or 0) // 2**20:>3} MiB  uss {(proc.get('uss') or 0) // 2**20:>3} MiB  "
-            f"up {proc.get('uptime', 0):>5.0f}s  unread {mate['unread']}  " + (f"#{task['id']} {task['subject']}" if task else "")
+def claude_code_teams(
+    root: str | None, configs: list[TeamConfig], team: str | None = None
+) -> list[ClaudeTeam]:
+    """Teams under ``root`` that Claude Code runs: those with a lead session record
+    (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
+    procs = claude_code_processes(team)
+    by_team: dict[str, list[ClaudeProcess]] = {}
+    names = {c.name: c for c in configs}
+    for pid, agent_id in procs:
+        name, _, team_name = agent_id.partition("@")
+        config = names.get(team_name)
+        if config is None:
+            continue
+        by_team.setdefault(team_name, []).append(
+            ClaudeProcess(pid=pid, agent_id=agent_id, team=team_name, member=config.member(name) is not None)
         )
-        for child in mate["children"]:
-            print(f"│   └─ {child['pid']:>7}  {child['cmdline'][:80]}")
+    out = []
+    for config in configs:
+        if team is not None and config.name != team:
+            continue
+        lead_pid = config.lead_process.pid if not isinstance(config.lead_process, msgspec.UnsetType) else None
+        processes = [p for p in by_team.get(config.name, []) if not _is_agentteams(p.pid)]
+        if lead_pid is None and not processes:
+            continue
+        live = lead_pid is not None and psutil.pid_exists(lead_pid)
+        out.append(
+            ClaudeTeam(
+                team=config.name,
+                lead_pid=lead_pid,
+                live=live or bool(processes),
+                members=[m.name for m in config.members],
+                processes=processes,
+            )
+        )
+    return out
+
+
+def _is_agentteams(pid: int) -> bool:
+    """A process teammate of ours (it carries the same flags); it shows in its team's tree."""
+    try:
+        return "agentproc" in " ".join(command_line_args(psutil.Process(pid).cmdline()))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+# ---------------------------------------------------------------- printing
+
+
+def _mib(value: int | None) -> int:
+    return (value or 0) // 2**20
+
+
+def print_tree(tree: TeamTree) -> None:
+    sup = tree.supervisor
+    if sup is None:
+        print(f"{tree.team}: not up")
+        return
+    print(
+        f"{tree.team}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
+    )
+    if tree.forkserver:
+        print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
+    if tree.lead:
+        print(
+            f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {_mib(tree.lead.rss)} MiB"
+        )
+    for mate in tree.teammates:
+        proc = mate.process
+        task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
+        role = f" ({mate.role} of {mate.parent})" if mate.role != "teammate" else ""
+        print(
+            f"├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
+            f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
+            f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
+        )
+        for child in mate.children:
+            print(f"│   {'    ' * (child.depth - 1)}└─ {child.pid:>7}  {child.cmdline[:80]}")
+
+
+def print_snapshot(snap: Snapshot) -> None:
+    for tree in snap.teams:
+        print_tree(tree)
+    for cc in snap.claude_code:
+        state = "live" if cc.live else "stale (its lead session is gone)"
+        print(
+            f"{cc.team}: Claude Code team, {state}, lead pid {cc.lead_pid or '-'}, members {', '.join(cc.members)}"
+        )
+        for p in cc.processes:
+            print(f"├─ claude-code {p.agent_id}\tpid {p.pid}\t{'member' if p.member else 'not in config'}")
+    if not snap.teams and not snap.claude_code:
+        print("no teams")

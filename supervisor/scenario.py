@@ -1,19 +1,26 @@
 """Scenarios: a team, its teammates and a task DAG described in TOML, validated before
-anything is written, then run to completion."""
+anything is written, then run to completion (by ``agentteams run`` and by the demo).
+
+The whole task graph is created in one locked pass, so no teammate can see a task before
+its blockers. Running stops at once when a task fails or the supervisor dies; a scenario
+whose team exists is continued (its missing tasks and teammates added), or, with
+``--fresh``, started over.
+"""
 
 from __future__ import annotations
 
+import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ipc.errors import InvalidInput
-from ipc.paths import normalise_agent_name, normalise_team_name
-from ipc.schemas import PERMISSION_MODES
+from ipc.errors import AgentTeamsError, InvalidInput, NotRunning, Timeout
+from ipc.launch import TeammateOptions
+from ipc.paths import normalise_team_name
+from ipc.schemas import Task
 
 
 class TeamSpec(msgspec.Struct, forbid_unknown_fields=True):
@@ -22,14 +29,13 @@ class TeamSpec(msgspec.Struct, forbid_unknown_fields=True):
     wake: str = "zmq"
 
 
-class TeammateSpec(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
+class TeammateSpec(TeammateOptions, forbid_unknown_fields=True, kw_only=True):
     prompt: str = "Work through the team's task list."
-    model: str = "offline"
-    agent_type: str = "general-purpose"
-    plan_mode_required: bool = False
-    permission_mode: str = ""
     count: int = 1
+
+    def options(self, name: str, cwd: str) -> TeammateOptions:
+        fields = {f: getattr(self, f) for f in TeammateOptions.__struct_fields__}
+        return TeammateOptions(**{**fields, "name": name, "cwd": self.cwd or cwd})
 
 
 class TaskSpec(msgspec.Struct, forbid_unknown_fields=True):
@@ -40,6 +46,14 @@ class TaskSpec(msgspec.Struct, forbid_unknown_fields=True):
     blocked_by: list[str] = []
     timeout_ms: int | None = None
 
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"key": self.key}
+        if self.command:
+            meta["command"] = self.command
+        if self.timeout_ms:
+            meta["timeout_ms"] = self.timeout_ms
+        return meta
+
 
 class Scenario(msgspec.Struct, forbid_unknown_fields=True):
     team: TeamSpec
@@ -48,12 +62,28 @@ class Scenario(msgspec.Struct, forbid_unknown_fields=True):
     timeout: float = 600.0
 
 
+class RunReport(msgspec.Struct, kw_only=True):
+    team: str
+    teammates: list[str]
+    tasks_total: int
+    tasks_completed: int
+    tasks_failed: list[str]
+    seconds: float
+    error: str = ""
+
+
 def load(path: Path) -> Scenario:
     """Parse and validate; every error is one line naming the file, line or key."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidInput(f"{path}: no such scenario file") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{path} is a directory; give a scenario file (TOML)") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); a scenario is a TOML file") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read it ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{path}: invalid TOML: {exc}") from None
     return parse(data, str(path))
@@ -73,12 +103,15 @@ def validate(scenario: Scenario, origin: str) -> None:
     normalise_team_name(scenario.team.name)
     if scenario.team.wake not in ("zmq", "poll"):
         raise InvalidInput(f"{origin}: team.wake is {scenario.team.wake!r}; use zmq or poll")
+    if not scenario.timeout > 0:
+        raise InvalidInput(f"{origin}: timeout is {scenario.timeout:g}; give a positive number of seconds")
     if not scenario.teammates:
         raise InvalidInput(f"{origin}: no [[teammates]]; a scenario needs at least one")
     for i, mate in enumerate(scenario.teammates):
-        normalise_agent_name(mate.name)
-        if mate.permission_mode and mate.permission_mode not in PERMISSION_MODES:
-            raise InvalidInput(f"{origin}: teammates[{i}].permission_mode {mate.permission_mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+        try:
+            mate.checked()
+        except InvalidInput as exc:
+            raise InvalidInput(f"{origin}: teammates[{i}]: {exc.message}") from None
         if not 1 <= mate.count <= 64:
             raise InvalidInput(f"{origin}: teammates[{i}].count is {mate.count}; use 1 to 64")
     keys: dict[str, TaskSpec] = {}
@@ -89,7 +122,9 @@ def validate(scenario: Scenario, origin: str) -> None:
     for i, task in enumerate(scenario.tasks):
         for dep in task.blocked_by:
             if dep not in keys:
-                raise InvalidInput(f"{origin}: tasks[{i}] ({task.key}) is blocked by unknown key {dep!r}; known: {', '.join(keys)}")
+                raise InvalidInput(
+                    f"{origin}: tasks[{i}] ({task.key}) is blocked by unknown key {dep!r}; known: {', '.join(keys)}"
+                )
     cycle = _find_cycle({t.key: t.blocked_by for t in scenario.tasks})
     if cycle:
         raise InvalidInput(f"{origin}: the tasks form a dependency cycle: {' -> '.join(cycle)}")
@@ -104,7 +139,7 @@ def _find_cycle(graph: dict[str, list[str]]) -> list[str]:
         stack.append(node)
         for dep in graph[node]:
             if state.get(dep) == 1:
-                return [*stack[stack.index(dep):], dep]
+                return [*stack[stack.index(dep) :], dep]
             if dep not in state and (found := visit(dep)):
                 return found
         stack.pop()
@@ -117,59 +152,93 @@ def _find_cycle(graph: dict[str, list[str]]) -> list[str]:
     return []
 
 
-@dataclass
-class RunResult:
-    team: str
-    completed: int
-    total: int
-    failed: list[str]
-    seconds: float
-
-
 def create_tasks(team: Any, scenario: Scenario) -> dict[str, str]:
-    """Create the DAG; returns task key → task id."""
-    ids: dict[str, str] = {}
-    for spec in scenario.tasks:
-        metadata: dict[str, Any] = {"key": spec.key}
-        if spec.command:
-            metadata["command"] = spec.command
-        if spec.timeout_ms:
-            metadata["timeout_ms"] = spec.timeout_ms
-        ids[spec.key] = team.tasks.create(spec.subject, spec.description, metadata=metadata).id
-    for spec in scenario.tasks:
-        if spec.blocked_by:
-            team.tasks.update(ids[spec.key], add_blocked_by=[ids[d] for d in spec.blocked_by])
-    return ids
+    """Create the tasks the team does not have yet (by key), with their dependencies, in
+    one locked pass; returns task key → task id for every task of the scenario."""
+    existing = {t.meta.get("key"): t.id for t in team.tasks.list() if t.meta.get("key")}
+    missing = [spec for spec in scenario.tasks if spec.key not in existing]
+    position = {spec.key: i + 1 for i, spec in enumerate(missing)}
+    batch = []
+    for spec in missing:
+        deps = [existing[d] if d in existing else f"@{position[d]}" for d in spec.blocked_by]
+        batch.append((spec.subject, spec.description, None, spec.metadata(), deps))
+    created = team.tasks.create_many(batch) if batch else []
+    return {**existing, **{spec.key: task.id for spec, task in zip(missing, created, strict=True)}}
 
 
 def spawn_all(team: Any, scenario: Scenario, cwd: str) -> list[str]:
+    """Start the scenario's teammates that are not members yet; returns every name."""
+    members = {m.name for m in team.config().teammates()}
     names = []
     for mate in scenario.teammates:
         for n in range(mate.count):
-            base = mate.name if mate.count == 1 else f"{mate.name}-{n + 1}"
-            names.append(team.spawn(
-                base, prompt=mate.prompt, model=mate.model, agent_type=mate.agent_type,
-                plan_mode_required=mate.plan_mode_required, permission_mode=mate.permission_mode, cwd=cwd,
-            ))
+            name = mate.name if mate.count == 1 else f"{mate.name}-{n + 1}"
+            if name in members:
+                names.append(name)
+                continue
+            names.append(team.start_teammate(mate.options(name, cwd)).name)
     return names
 
 
-def all_settled(team: Any) -> bool:
-    """Every task completed, or failed (left in progress with an error recorded)."""
-    for task in team.tasks.list():
-        failed = isinstance(task.metadata, dict) and "lastError" in task.metadata
-        if task.status != "completed" and not failed:
-            return False
-    return True
+def failure(task: Task) -> str:
+    """One line: which task failed, and how."""
+    error = str(task.meta.get("lastError", "")).strip()
+    first = error.splitlines()[0] if error else "no detail"
+    return f"task #{task.id} ({task.subject}) failed: {first}"
 
 
-def wait_settled(team: Any, timeout: float, tick: Callable[[], None] | None = None) -> None:
-    import time
+def wait_settled(
+    team: Any,
+    timeout: float,
+    tick: Callable[[], None] | None = None,
+    interval: float = 0.1,
+    notice: Callable[[str], None] | None = None,
+) -> list[Task]:
+    """Wait until every task is completed. Raises AgentTeamsError at once when a task
+    fails or the supervisor dies, and Timeout after ``timeout`` seconds. A request waiting
+    for a person (a permission or a plan to approve) is told to ``notice`` once."""
+    from supervisor.approvals import pending
 
     deadline = time.monotonic() + timeout
-    while not all_settled(team):
+    told: set[str] = set()
+    while True:
+        for _, request in pending(team.paths) if notice is not None else []:
+            if request.request_id not in told and notice is not None:
+                told.add(request.request_id)
+                who = getattr(request, "agent_id", None) or getattr(request, "from_", "")
+                notice(
+                    f"{who} is waiting for an answer to {request.request_id}: "
+                    f"'agentteams approve {team.name} {request.request_id}' or 'agentteams deny …'"
+                )
+        tasks: list[Task] = team.tasks.list(include_internal=False)
+        failed = [t for t in tasks if t.failed]
+        if failed:
+            raise AgentTeamsError(
+                failure(failed[0])
+                + f"; retry it with 'agentteams task update {team.name} {failed[0].id} --status pending'"
+            )
+        if all(t.status == "completed" for t in tasks):
+            return tasks
+        if not team.is_up():
+            raise NotRunning(
+                f"the supervisor of {team.name!r} died; 'agentteams up {team.name}' continues the work"
+            )
         if time.monotonic() > deadline:
-            raise TimeoutError(f"tasks did not finish within {timeout:g}s")
+            open_tasks = ", ".join(f"#{t.id}" for t in tasks if t.status != "completed")
+            raise Timeout(f"tasks did not finish within {timeout:g}s (still open: {open_tasks})")
         if tick:
             tick()
-        time.sleep(0.1)
+        time.sleep(interval)
+
+
+def report(team: Any, names: list[str], started: float, error: str = "") -> RunReport:
+    tasks = team.tasks.list(include_internal=False)
+    return RunReport(
+        team=team.name,
+        teammates=names,
+        tasks_total=len(tasks),
+        tasks_completed=sum(1 for t in tasks if t.status == "completed"),
+        tasks_failed=[t.id for t in tasks if t.failed],
+        seconds=round(time.monotonic() - started, 2),
+        error=error,
+    )

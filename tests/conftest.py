@@ -23,7 +23,7 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
 
 
 def _kill_leftovers(tmp_path: Path) -> None:
-    """A safety net for failing tests: supervisors, zygotes and teammates of this test's
+    """A safety net for failing tests: supervisors, fork servers and teammates of this test's
     roots (their command lines carry ``--root`` under tmp_path) must not outlive it."""
     marker = f"--root {tmp_path}"
     for proc in psutil.process_iter(["pid", "cmdline"]):

@@ -14,11 +14,20 @@ Script = Callable[[dict[str, Any], int], Reply]
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn") -> Reply:
-    return 200, {
-        "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
-        "content": content, "stop_reason": stop_reason, "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
-    }, {}
+    return (
+        200,
+        {
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+        {},
+    )
 
 
 def text(value: str) -> Reply:
@@ -26,11 +35,17 @@ def text(value: str) -> Reply:
 
 
 def tool_uses(*uses: tuple[str, str, dict[str, Any]]) -> Reply:
-    return message([{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses], stop_reason="tool_use")
+    return message(
+        [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in uses], stop_reason="tool_use"
+    )
 
 
 def error(status: int, kind: str, retry_after_ms: int = 10) -> Reply:
-    return status, {"type": "error", "error": {"type": kind, "message": f"scripted {status}"}}, {"retry-after-ms": str(retry_after_ms)}
+    return (
+        status,
+        {"type": "error", "error": {"type": kind, "message": f"scripted {status}"}},
+        {"retry-after-ms": str(retry_after_ms)},
+    )
 
 
 class FakeAnthropic:

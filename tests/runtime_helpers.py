@@ -16,16 +16,13 @@ from supervisor import Team
 
 
 def team_pids(team: Team) -> list[int]:
-    """Every pid of the team's tree right now: supervisor, zygote, teammates, their tools."""
+    """Every pid of the team's tree right now: supervisor, fork server, teammates, their tools."""
     tree = team.ps()
-    pids = []
-    for key in ("supervisor", "zygote"):
-        if tree.get(key):
-            pids.append(tree[key]["pid"])
-    for mate in tree["teammates"]:
-        if mate["pid"]:
-            pids.append(mate["pid"])
-        pids.extend(c["pid"] for c in mate["children"])
+    pids = [p.pid for p in (tree.supervisor, tree.forkserver, tree.lead) if p is not None]
+    for mate in tree.teammates:
+        if mate.pid:
+            pids.append(mate.pid)
+        pids.extend(c.pid for c in mate.children)
     return pids
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "supervisor.cli", "bench", "all", "--quick", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((tmp_path / "quick-all.json").read_text())

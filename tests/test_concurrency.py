@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from ipc import Mailbox, TaskList, TeamConfigStore
@@ -20,17 +20,25 @@ def _append_many(root: str, team: str, writer: int, count: int, start: mp.synchr
         mb.append(sender=f"w{writer}", text=f"{writer}:{i}")
 
 
-def _check_parseable(path: Path, stop: mp.synchronize.Event, bad: mp.sharedctypes.Synchronized) -> None:  # type: ignore[type-arg]
+def _check_parseable(
+    root: str, team: str, stop: mp.synchronize.Event, bad: mp.sharedctypes.Synchronized[int]
+) -> None:
+    # Appends are written in place: a reader may catch one half done, and must then never
+    # act on it. What it sees must only ever grow, and always be whole messages.
+    mailbox = Mailbox(root, team, "alice")
+    seen = 0
     while not stop.is_set():
         try:
-            json.loads(path.read_bytes())
-        except FileNotFoundError:
-            continue
-        except ValueError:
+            count = len(mailbox.read())
+        except Exception:  # noqa: BLE001 - any error here is the failure being counted
             bad.value += 1
+            continue
+        if count < seen:
+            bad.value += 1
+        seen = count
 
 
-def _run(procs: list[mp.process.BaseProcess]) -> None:
+def _run(procs: Sequence[mp.process.BaseProcess]) -> None:
     for p in procs:
         p.start()
 
@@ -39,10 +47,11 @@ def test_16_processes_x_200_appends(root: Path, team: str) -> None:
     start = CTX.Event()
     stop = CTX.Event()
     bad = CTX.Value("i", 0)
-    path = Mailbox(root, team, "alice").path
-    watcher = CTX.Process(target=_check_parseable, args=(path, stop, bad))
+    watcher = CTX.Process(target=_check_parseable, args=(str(root), team, stop, bad))
     watcher.start()
-    writers = [CTX.Process(target=_append_many, args=(str(root), team, w, 200, start)) for w in range(WRITERS)]
+    writers = [
+        CTX.Process(target=_append_many, args=(str(root), team, w, 200, start)) for w in range(WRITERS)
+    ]
     _run(writers)
     start.set()
     for p in writers:

@@ -15,10 +15,18 @@ def test_create_writes_the_lead(root: Path) -> None:
     assert config.name == "my-team"
     on_disk = json.loads((root / "teams" / "my-team" / "config.json").read_text())
     assert on_disk["leadAgentId"] == "team-lead@my-team"
-    assert on_disk["members"] == [{
-        "agentId": "team-lead@my-team", "name": "team-lead", "agentType": "team-lead", "model": "offline",
-        "joinedAt": on_disk["createdAt"], "tmuxPaneId": "", "cwd": "/w", "subscriptions": [],
-    }]
+    assert on_disk["members"] == [
+        {
+            "agentId": "team-lead@my-team",
+            "name": "team-lead",
+            "agentType": "team-lead",
+            "model": "offline",
+            "joinedAt": on_disk["createdAt"],
+            "tmuxPaneId": "",
+            "cwd": "/w",
+            "subscriptions": [],
+        }
+    ]
     assert (root / "tasks" / "my-team" / ".lock").exists()
 
 
@@ -36,12 +44,32 @@ def test_add_member_dedupes_and_colors_by_join_order(root: Path) -> None:
     store.remove_member("w-2")
     ninth = [store.add_member(f"x{i}") for i in range(6)][-1]
     config = store.read()
-    assert [m.color for m in config.teammates()] == ["blue", "yellow", "purple", "orange", "pink", "cyan", "red", "blue"]
+    assert [m.color for m in config.teammates()] == [
+        "blue",
+        "yellow",
+        "purple",
+        "orange",
+        "pink",
+        "cyan",
+        "red",
+        "blue",
+    ]
     assert ninth.color == "blue"
     member = json.loads(store.path.read_text())["members"][1]
     assert set(member) == {
-        "agentId", "name", "agentType", "model", "prompt", "color", "planModeRequired", "joinedAt",
-        "tmuxPaneId", "cwd", "subscriptions", "backendType", "isActive",
+        "agentId",
+        "name",
+        "agentType",
+        "model",
+        "prompt",
+        "color",
+        "planModeRequired",
+        "joinedAt",
+        "tmuxPaneId",
+        "cwd",
+        "subscriptions",
+        "backendType",
+        "isActive",
     }
 
 

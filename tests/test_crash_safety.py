@@ -32,7 +32,9 @@ def _writer(root: Path, team: str, tag: str, ack_path: Path) -> None:
         i += 1
 
 
-def test_random_sigkills_never_tear_a_file_or_lose_an_acknowledged_write(root: Path, team: str, tmp_path: Path) -> None:
+def test_random_sigkills_never_tear_a_file_or_lose_an_acknowledged_write(
+    root: Path, team: str, tmp_path: Path
+) -> None:
     rng = random.Random(1234)
     acks: list[Path] = []
     kills = 0

@@ -25,7 +25,12 @@ def test_append_read_unread_mark(root: Path, team: str) -> None:
     assert mb.unread() == []
     on_disk = json.loads(mb.path.read_text())
     assert on_disk[0] == {
-        "from": "team-lead", "text": "hi", "timestamp": stored.timestamp, "read": True, "summary": "greeting",
+        "from": "team-lead",
+        "text": "hi",
+        "timestamp": stored.timestamp,
+        "read": True,
+        "summary": "greeting",
+        "msg_id": stored.msg_id,
     }
 
 
@@ -47,10 +52,10 @@ def test_take_marks_only_the_chosen_message(root: Path, team: str) -> None:
     mb = Mailbox(root, team, "alice")
     for text in ("a", "b", "c"):
         mb.append(sender="bob", text=text)
-    taken = mb.take(lambda msgs: next(i for i, m in enumerate(msgs) if m.text == "b"))
-    assert taken is not None and taken.text == "b" and taken.read
+    taken = mb.take(lambda unread: next(i for i, (_, m) in enumerate(unread) if m.text == "b"))
+    assert [m.text for m in taken] == ["b"] and taken[0].read
     assert [m.text for m in mb.unread()] == ["a", "c"]
-    assert mb.take(lambda msgs: None) is None
+    assert mb.take(lambda unread: None) == []
 
 
 def test_mark_all_and_clear(root: Path, team: str) -> None:
@@ -100,7 +105,9 @@ def test_oversized_message_is_refused(root: Path, team: str) -> None:
     assert mb.read() == []
 
 
-def test_read_messages_are_archived_never_dropped(root: Path, team: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_messages_are_archived_never_dropped(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "10")
     mb = Mailbox(root, team, "alice")
     for i in range(30):
@@ -113,11 +120,17 @@ def test_read_messages_are_archived_never_dropped(root: Path, team: str, monkeyp
     assert len(history) == 30
 
 
-def test_writes_under_a_claude_code_root_are_refused(tmp_path: Path) -> None:
-    root = tmp_path / ".claude"
-    with pytest.raises(StorageError, match="mkdir protocol"):
-        TeamConfigStore(root, "t").create()
-    assert not (root / "teams").exists()
+def test_writes_under_a_claude_code_root_take_its_lock_and_leave_no_file_in_its_way(tmp_path: Path) -> None:
+    root = tmp_path / "elsewhere"
+    (root / "projects").mkdir(parents=True)  # Claude Code's files: a Claude Code root, whatever its name
+    store = TeamConfigStore(root, "t")
+    store.create()
+    store.add_member("alice")
+    Mailbox(root, "t", "alice").append(sender="team-lead", text="hi")
+    inboxes = root / "teams" / "t" / "inboxes"
+    assert not (inboxes / "alice.json.lock").exists(), "the mkdir lock is released"
+    assert not (root / "teams" / "t" / "config.json.lock").exists()
+    assert (inboxes / "alice.lock").is_file()  # our own flock lives where Claude Code never locks
 
 
 def test_failed_write_leaves_previous_state(root: Path, team: str) -> None:

@@ -27,7 +27,7 @@ def test_mark_read_matching_uses_the_position_and_falls_back_when_it_moved(root:
     mb = Mailbox(root, team, "alice")
     for text in ("a", "b", "c"):
         mb.append(sender="bob", text=text)
-    (position, message), = [(i, m) for i, m in mb.unread_entries() if m.text == "c"]
+    ((position, message),) = [(i, m) for i, m in mb.unread_entries() if m.text == "c"]
     assert position == 2 and mb.mark_read_matching(message, position) is not None
     assert [m.text for m in mb.unread()] == ["a", "b"]
     b = mb.unread()[1]

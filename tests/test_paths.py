@@ -63,7 +63,15 @@ def test_task_ids_must_be_numbers(tmp_path: Path) -> None:
 
 def test_color_cycle() -> None:
     assert [color_for(i) for i in range(9)] == [
-        "blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red", "blue",
+        "blue",
+        "green",
+        "yellow",
+        "purple",
+        "orange",
+        "pink",
+        "cyan",
+        "red",
+        "blue",
     ]
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import running_team, wait_for
 
 from ipc.schemas import PermissionRequest, PlanApprovalRequest, PlanApprovalResponse, parse_body
 from supervisor import Team
+from tests.runtime_helpers import running_team, wait_for
 
 
 def bodies(team: Any, agent: str, kind: type) -> list[Any]:
@@ -49,7 +49,12 @@ def test_plan_mode_lead_policy_rejects_then_approves_the_revision(root: Path) ->
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "supervisor.cli", *args, "--root", str(root)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_plan_mode_human_policy_through_the_cli(root: Path) -> None:
@@ -85,17 +90,28 @@ def outside(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_permission_denied_by_a_person_leaves_the_tool_unrun_and_the_model_told(root: Path, outside: Path) -> None:
+def test_a_permission_denied_by_a_person_leaves_the_tool_unrun_and_the_model_told(
+    root: Path, outside: Path
+) -> None:
     target = outside / "file.txt"
     with running_team(root) as team:
         team.spawn("dev", prompt="p", permission_mode="acceptEdits")
         task = team.tasks.create("Write outside", metadata={"command": f"echo x > {target}"})
         team.wake("*")
         request = wait_for(lambda: team.pending_requests())[0]
-        assert isinstance(request, PermissionRequest) and request.tool_name == "Bash" and request.agent_id == "dev"
-        assert request.request_id.startswith("perm-") and request.permission_suggestions[0]["type"] == "addDirectories"
+        assert (
+            isinstance(request, PermissionRequest)
+            and request.tool_name == "Bash"
+            and request.agent_id == "dev"
+        )
+        assert (
+            request.request_id.startswith("perm-")
+            and request.permission_suggestions[0]["type"] == "addDirectories"
+        )
         team.deny(request.request_id, feedback="not there, please")
-        report = wait_for(lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")])
+        report = wait_for(
+            lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")]
+        )
         assert "Permission denied by the lead: not there, please" in report[0].text
         assert not target.exists()
         assert team.tasks.get(task.id).status == "in_progress"
@@ -103,14 +119,18 @@ def test_a_permission_denied_by_a_person_leaves_the_tool_unrun_and_the_model_tol
         assert "Permission denied by the lead" in transcript
 
 
-def test_a_permission_request_that_times_out_is_denied(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_permission_request_that_times_out_is_denied(
+    root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENTTEAMS_PERMISSION_TIMEOUT", "1")
     target = outside / "file.txt"
     with running_team(root) as team:
         team.spawn("dev", prompt="p", permission_mode="acceptEdits")
         team.tasks.create("Write outside", metadata={"command": f"echo x > {target}"})
         team.wake("*")
-        report = wait_for(lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")], timeout=20)
+        report = wait_for(
+            lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")], timeout=20
+        )
         assert "no answer to permission request" in report[0].text
         assert not target.exists()
 
@@ -122,7 +142,14 @@ def test_an_approved_permission_runs_with_the_updated_input(root: Path, outside:
         task = team.tasks.create("Write outside", metadata={"command": f"echo x > {original}"})
         team.wake("*")
         request = wait_for(lambda: team.pending_requests())[0]
-        result = cli(root, "approve", "t", request.request_id, "--input", json.dumps({"command": f"echo y > {changed}"}))
+        result = cli(
+            root,
+            "approve",
+            "t",
+            request.request_id,
+            "--input",
+            json.dumps({"command": f"echo y > {changed}"}),
+        )
         assert result.returncode == 0, result.stderr
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=20)
         assert changed.read_text() == "y\n" and not original.exists()
@@ -133,7 +160,9 @@ def test_dont_ask_denies_without_asking_and_bypass_never_asks(root: Path, outsid
         team.spawn("careful", prompt="p", permission_mode="dontAsk")
         team.tasks.create("Outside", metadata={"command": f"touch {outside / 'a'}"})
         team.wake("*")
-        report = wait_for(lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")])
+        report = wait_for(
+            lambda: [m for m in team.inbox("team-lead").history() if m.text.startswith("Task #1")]
+        )
         assert "dontAsk mode denies" in report[0].text and team.pending_requests() == []
         assert not (outside / "a").exists()
         team.shutdown("careful")  # else, idle, it would claim the next task too
@@ -145,18 +174,24 @@ def test_dont_ask_denies_without_asking_and_bypass_never_asks(root: Path, outsid
 
 
 def write_settings(root: Path, hooks: dict[str, str]) -> None:
-    settings = {"hooks": {event: [{"hooks": [{"type": "command", "command": cmd}]}] for event, cmd in hooks.items()}}
+    settings = {
+        "hooks": {event: [{"hooks": [{"type": "command", "command": cmd}]}] for event, cmd in hooks.items()}
+    }
     (root / ".claude").mkdir(exist_ok=True)
     (root / ".claude" / "settings.json").write_text(json.dumps(settings))
 
 
 def test_task_completed_hook_exit_2_keeps_the_task_open_and_tells_the_model(root: Path) -> None:
-    write_settings(root, {"TaskCompleted": "cat > task-hook-input.json; echo 'tests are missing' >&2; exit 2"})
+    write_settings(
+        root, {"TaskCompleted": "cat > task-hook-input.json; echo 'tests are missing' >&2; exit 2"}
+    )
     with running_team(root) as team:
         team.spawn("dev", prompt="p")
         task = team.tasks.create("Build it", metadata={"command": "true"})
         team.wake("*")
-        report = wait_for(lambda: [m for m in team.inbox("team-lead").history() if "kept open" in (m.summary or "")])
+        report = wait_for(
+            lambda: [m for m in team.inbox("team-lead").history() if "kept open" in (m.summary or "")]
+        )
         assert "tests are missing" in report[0].text
         assert team.tasks.get(task.id).status == "in_progress"
         hook_input = json.loads((root / "task-hook-input.json").read_text())
@@ -166,11 +201,16 @@ def test_task_completed_hook_exit_2_keeps_the_task_open_and_tells_the_model(root
 
 def test_teammate_idle_hook_exit_2_keeps_the_teammate_working(root: Path) -> None:
     # Blocks the first time only (a counter file), then lets the teammate go idle.
-    write_settings(root, {"TeammateIdle": "n=$(cat idle-count 2>/dev/null || echo 0); echo $((n+1)) > idle-count; "
-                                          "[ $n -ge 1 ] || { echo 'check the task list again' >&2; exit 2; }"})
+    write_settings(
+        root,
+        {
+            "TeammateIdle": "n=$(cat idle-count 2>/dev/null || echo 0); echo $((n+1)) > idle-count; "
+            "[ $n -ge 1 ] || { echo 'check the task list again' >&2; exit 2; }"
+        },
+    )
     with running_team(root) as team:
         team.spawn("dev", prompt="p")
-        wait_for(lambda: team.status()["teammates"][0]["state"] == "idle")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
         transcript = (root / "teams" / "t" / "transcripts" / "dev.jsonl").read_text()
         assert "[TeammateIdle hook] check the task list again" in transcript
         assert int((root / "idle-count").read_text()) >= 2

@@ -1,4 +1,4 @@
-"""The runtime with real processes: supervisor, zygote, teammates, ZeroMQ and files."""
+"""The runtime with real processes: supervisor, fork server, teammates, ZeroMQ and files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from runtime_helpers import alive, running_team, team_pids, wait_for, wait_for_gone
 
 from ipc.clock import now_ms
 from ipc.errors import SupervisorError
@@ -17,13 +16,17 @@ from ipc.mailbox import Mailbox
 from ipc.messaging import send_body
 from ipc.schemas import IdleNotification, ShutdownRequest, parse_body
 from supervisor import Team
+from supervisor.ps import TeamTree
+from tests.runtime_helpers import alive, running_team, team_pids, wait_for, wait_for_gone
 
 
 def build_dag(team: Team, log: Path, n: int = 20) -> dict[str, list[str]]:
     """n tasks; task i (from 5 on) depends on tasks i-4 and i-3. Each appends its id to log."""
     deps: dict[str, list[str]] = {}
     for i in range(1, n + 1):
-        task = team.tasks.create(f"step {i}", f"append {i} to the log", metadata={"command": f"echo {i} >> {log}"})
+        task = team.tasks.create(
+            f"step {i}", f"append {i} to the log", metadata={"command": f"echo {i} >> {log}"}
+        )
         deps[task.id] = [str(i - 4), str(i - 3)] if i >= 5 else []
     for tid, blockers in deps.items():
         if blockers:
@@ -49,12 +52,18 @@ def run_dag(root: Path, wake: str) -> None:
         assert len(reports) == 20 and {m.from_ for m in reports} <= set(names)
 
         def completed_in_idle_notifications() -> bool:
-            idles = [b for m in team.inbox("team-lead").history() if isinstance(b := parse_body(m.text), IdleNotification)]
-            return {b.completed_task_id for b in idles if b.completed_task_id} == {str(i) for i in range(1, 21)}
+            idles = [
+                b
+                for m in team.inbox("team-lead").history()
+                if isinstance(b := parse_body(m.text), IdleNotification)
+            ]
+            return {b.completed_task_id for b in idles if b.completed_task_id} == {
+                str(i) for i in range(1, 21)
+            }
 
         wait_for(completed_in_idle_notifications, timeout=10)
         tree = team.ps()
-        pids = {m["pid"] for m in tree["teammates"]} | {c["pid"] for m in tree["teammates"] for c in m["children"]}
+        pids = {m.pid for m in tree.teammates if m.pid} | {c.pid for m in tree.teammates for c in m.children}
         for name in names:
             team.shutdown(name)
         assert wait_for_gone(pids) == []
@@ -74,11 +83,13 @@ def test_a_message_to_an_idle_teammate_arrives_through_the_socket(root: Path) ->
     # With the fallback poll at 60 s, a reply within seconds can only come from the doorbell.
     with running_team(root, fallback_poll=60.0) as team:
         team.spawn("alice", prompt="Wait for messages.")
-        wait_for(lambda: team.status()["teammates"][0]["state"] == "idle")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
         time.sleep(0.2)
         sent = time.monotonic()
         team.send("alice", "ping", summary="ping")
-        reply = wait_for(lambda: [m for m in team.inbox("team-lead").unread() if "ping" in m.text], timeout=10)
+        reply = wait_for(
+            lambda: [m for m in team.inbox("team-lead").unread() if "ping" in m.text], timeout=10
+        )
         assert time.monotonic() - sent < 5
         assert reply[0].from_ == "alice" and reply[0].color == "blue"
         assert Mailbox(root, "t", "alice").unread() == []
@@ -88,13 +99,18 @@ def test_dm_summary_reaches_the_next_idle_notification(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
         team.spawn("bob", prompt="p")
-        wait_for(lambda: all(m["state"] == "idle" for m in team.status()["teammates"]))
+        wait_for(lambda: all(m.state == "idle" for m in team.status().teammates))
         team.send("bob", "hello bob", summary="hi", sender="alice")  # bob auto-replies to alice
+
         def bob_summary() -> list[str]:
             return [
-                b.summary for m in team.inbox("team-lead").read()
-                if isinstance(b := parse_body(m.text), IdleNotification) and b.from_ == "bob" and isinstance(b.summary, str)
+                b.summary
+                for m in team.inbox("team-lead").read()
+                if isinstance(b := parse_body(m.text), IdleNotification)
+                and b.from_ == "bob"
+                and isinstance(b.summary, str)
             ]
+
         assert wait_for(bob_summary) == ["[to alice] Acknowledged"]
 
 
@@ -103,11 +119,16 @@ def test_kill_9_of_a_teammate_mid_task_releases_its_task_and_kills_its_tool(root
         team.spawn("alice", prompt="p")
         task = team.tasks.create("sleep", metadata={"command": "sleep 60"})
         team.wake("*")
-        tree = wait_for(lambda: (t := team.ps())["teammates"][0]["children"] and t)
-        mate = tree["teammates"][0]
-        tool_pids = [c["pid"] for c in mate["children"]]
-        assert any("sleep" in c["cmdline"] for c in mate["children"])
-        os.kill(mate["pid"], signal.SIGKILL)
+
+        # The tool's process shows the teammate's command line until it has exec'd.
+        def running_sleep() -> TeamTree | None:
+            tree = team.ps()
+            return tree if any("sleep" in c.cmdline for c in tree.teammates[0].children) else None
+
+        tree = wait_for(running_sleep)
+        mate = tree.teammates[0]
+        tool_pids = [c.pid for c in mate.children]
+        os.kill(mate.pid, signal.SIGKILL)
         event = wait_for(lambda: [e for e in team.events() if e.name == "alice"])[0]
         assert event.status == "killed" and event.signal == 9 and event.released_tasks == [task.id]
         assert wait_for_gone(set(tool_pids), timeout=5) == []
@@ -120,23 +141,29 @@ def test_a_crashed_teammate_is_restarted_and_finishes_the_work(root: Path) -> No
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
         marker = root / "second-run"
-        task = team.tasks.create("flaky", metadata={"command": f"test -e {marker} || (touch {marker}; sleep 60)"})
+        task = team.tasks.create(
+            "flaky", metadata={"command": f"test -e {marker} || (touch {marker}; sleep 60)"}
+        )
         team.wake("*")
-        pid = wait_for(lambda: (t := team.ps())["teammates"][0]["children"] and t["teammates"][0]["pid"])
+        pid = wait_for(lambda: (t := team.ps()).teammates[0].children and t.teammates[0].pid)
         os.kill(pid, signal.SIGKILL)
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         (event,) = team.events()
         assert event.restarting and event.released_tasks == [task.id]
-        assert team.status()["teammates"][0]["restarts"] == 1
+        assert team.status().teammates[0].restarts == 1
 
 
 def test_a_crash_loop_ends_in_failed_and_the_control_socket_keeps_answering(root: Path) -> None:
     with running_team(root, intensity=3, period=60.0) as team:
-        with pytest.raises(SupervisorError, match="exited during start-up"):
-            team.spawn("broken", prompt="p", model="no-such-model")
-        wait_for(lambda: team.status()["teammates"][0]["state"] == "failed", timeout=30)
-        status = team.status()["teammates"][0]
-        assert status["restarts"] == 3 and status["pid"] is None
+        # A model that passes the spawn's checks but cannot load: the teammate's own one-line
+        # reason reaches the caller, and every restart fails the same way.
+        with pytest.raises(
+            SupervisorError, match="exited during start-up: .*cannot load no_such_module.Model"
+        ):
+            team.spawn("broken", prompt="p", model="python:no_such_module:Model")
+        wait_for(lambda: team.status().teammates[0].state == "failed", timeout=30)
+        status = team.status().teammates[0]
+        assert status.restarts == 3 and status.pid is None
         assert len(team.events()) == 4 and not team.events()[-1].restarting
         cpu = psutil.Process(team.supervisor_pid()).cpu_times()
         time.sleep(1.0)
@@ -153,10 +180,10 @@ def test_kill_9_of_the_supervisor_leaves_nothing_running(root: Path) -> None:
             team.spawn(f"w{i}", prompt="p")
         team.tasks.create("sleep", metadata={"command": "sleep 60"})
         team.wake("*")
-        wait_for(lambda: any(m["children"] for m in team.ps()["teammates"]))
+        wait_for(lambda: any(m.children for m in team.ps().teammates))
         pids = team_pids(team)
         sup = team.supervisor_pid()
-        assert sup is not None and len(pids) >= 6  # supervisor, zygote, 3 teammates, a tool
+        assert sup is not None and len(pids) >= 6  # supervisor, fork server, 3 teammates, a tool
         os.kill(sup, signal.SIGKILL)
         assert wait_for_gone(set(pids), timeout=5) == []
     finally:
@@ -170,7 +197,7 @@ def test_resume_after_supervisor_death_delivers_unread_messages_and_finishes_tas
     team.up()
     try:
         team.spawn("alice", prompt="p")
-        old_pid = team.status()["teammates"][0]["pid"]
+        old_pid = team.status().teammates[0].pid or 0
         os.kill(team.supervisor_pid() or 0, signal.SIGKILL)
         wait_for(lambda: team.supervisor_pid() is None)
         assert wait_for_gone({old_pid}, timeout=5) == []
@@ -189,14 +216,18 @@ def test_resume_after_supervisor_death_delivers_unread_messages_and_finishes_tas
 def test_a_stale_shutdown_request_does_not_stop_a_respawned_teammate(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        incarnation = team.status()["teammates"][0]["incarnation"]
-        stale = ShutdownRequest(request_id=f"shutdown-{incarnation - 1000}@alice", from_="team-lead", reason="old", timestamp="x")
+        incarnation = team.status().teammates[0].incarnation
+        stale = ShutdownRequest(
+            request_id=f"shutdown-{incarnation - 1000}@alice", from_="team-lead", reason="old", timestamp="x"
+        )
         send_body(root, "t", "team-lead", "alice", stale)
         team.wake("alice")
         wait_for(lambda: Mailbox(root, "t", "alice").unread() == [])
         time.sleep(0.5)
-        assert team.status()["teammates"][0]["state"] in ("idle", "running")
-        fresh = ShutdownRequest(request_id=f"shutdown-{now_ms()}@alice", from_="team-lead", reason="now", timestamp="x")
+        assert team.status().teammates[0].state in ("idle", "running")
+        fresh = ShutdownRequest(
+            request_id=f"shutdown-{now_ms()}@alice", from_="team-lead", reason="now", timestamp="x"
+        )
         assert fresh.request_id > stale.request_id
 
 
@@ -205,12 +236,12 @@ def test_force_shutdown_stops_a_teammate_busy_in_a_tool(root: Path) -> None:
         team.spawn("alice", prompt="p")
         team.tasks.create("busy", metadata={"command": "sleep 60"})
         team.wake("*")
-        tools = wait_for(lambda: team.ps()["teammates"][0]["children"])
+        tools = wait_for(lambda: team.ps().teammates[0].children)
         with pytest.raises(SupervisorError, match="did not answer"):
             team.shutdown("alice", grace=0.5)
         result = team.shutdown("alice", force=True, grace=0.5)
-        assert result["stopped"] is True
-        assert wait_for_gone({c["pid"] for c in tools}, timeout=5) == []
+        assert result.stopped is True
+        assert wait_for_gone({c.pid for c in tools}, timeout=5) == []
         assert team.member("alice") is None
 
 

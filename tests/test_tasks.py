@@ -18,7 +18,12 @@ def test_create_and_ids_never_reused(root: Path, team: str) -> None:
     assert tl.create("Third").id == "3"
     assert (root / "tasks" / team / ".highwatermark").read_text() == "3"
     assert json.loads((root / "tasks" / team / "1.json").read_text()) == {
-        "id": "1", "subject": "First", "description": "do it", "status": "pending", "blocks": [], "blockedBy": [],
+        "id": "1",
+        "subject": "First",
+        "description": "do it",
+        "status": "pending",
+        "blocks": [],
+        "blockedBy": [],
     }
 
 

@@ -62,7 +62,9 @@ class TaskListMachine(RuleBasedStateMachine):
     def add_dependency(self, data: st.DataObject) -> None:
         blocker = data.draw(st.sampled_from(self.live()))
         blocked = data.draw(st.sampled_from(self.live()))
-        expect_cycle = blocker == blocked or (self.status[blocker] != "completed" and self.reaches(blocked, blocker))
+        expect_cycle = blocker == blocked or (
+            self.status[blocker] != "completed" and self.reaches(blocked, blocker)
+        )
         try:
             self.tl.update(blocked, add_blocked_by=[blocker])
         except Conflict:

@@ -1,25 +1,34 @@
-"""Model backends behind one interface."""
+"""Model backends behind one interface, chosen by the ``--model`` spec."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
 
-from agentproc.models.base import Model, Turn, TurnOutcome, wrap_message
+from agentproc.models.base import Model, ModelContext, Turn, TurnOutcome, wrap_message
 from agentproc.models.offline import OfflineModel
+from ipc.errors import InvalidInput
+from ipc.launch import MODEL_FORMS, check_model, resolve_model, uses_api
 
-if TYPE_CHECKING:
-    from agentproc.loop import AgentLoop
 
-
-def load_model(spec: str, agent: AgentLoop) -> Model:
-    """``offline`` or ``anthropic:MODEL``."""
+def load_model(spec: str, context: ModelContext) -> Model:
+    """``offline``; an Anthropic model (``anthropic:ID``, an alias such as ``sonnet``, or a
+    bare Claude id); or ``python:MODULE:CLASS``, a class taking a ModelContext."""
+    check_model(spec)
     if spec == "offline":
         return OfflineModel()
-    if spec.startswith("anthropic:") and len(spec) > len("anthropic:"):
+    if uses_api(spec):
         from agentproc.models.anthropic_model import AnthropicModel
 
-        return AnthropicModel(spec.partition(":")[2], agent.identity, agent.definition, agent.ctx.transcript)
-    raise SystemExit(f"unknown model {spec!r}; use offline or anthropic:MODEL (e.g. anthropic:claude-sonnet-4-5)")
+        return AnthropicModel(resolve_model(spec), context)
+    if spec.startswith("python:"):
+        _, module_name, class_name = spec.split(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidInput(f"model {spec!r}: cannot load {module_name}.{class_name} ({exc})") from None
+        model: Model = cls(context)
+        return model
+    raise InvalidInput(f"model {spec!r} cannot run in a process teammate; use {MODEL_FORMS}")
 
 
-__all__ = ["Model", "OfflineModel", "Turn", "TurnOutcome", "load_model", "wrap_message"]
+__all__ = ["Model", "ModelContext", "OfflineModel", "Turn", "TurnOutcome", "load_model", "wrap_message"]

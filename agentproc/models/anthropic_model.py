@@ -9,16 +9,15 @@ from typing import Any
 
 import anthropic
 
-from agentproc.agents import AgentDefinition
-from agentproc.identity import Identity
-from agentproc.models.base import Turn, TurnOutcome
+from agentproc.models.base import ModelContext, Turn, TurnOutcome
 from agentproc.tools import ToolBox
-from agentproc.transcript import Transcript
+from ipc.agents import AgentDefinition
+from ipc.launch import LaunchSpec
 
 
-def system_prompt(identity: Identity, definition: AgentDefinition) -> str:
+def system_prompt(spec: LaunchSpec, definition: AgentDefinition) -> str:
     parts = [
-        f"You are {identity.name}, a teammate in the agent team '{identity.team}' (agent id {identity.agent_id}). "
+        f"You are {spec.agent_name}, a teammate in the agent team '{spec.team_name}' (agent id {spec.agent_id}). "
         "The lead is 'team-lead'. You share a task list with your teammates and talk to them only with the "
         "SendMessage tool; your plain text output is not seen by anyone.",
         "Your duties: claim and work through open tasks (TaskList, TaskUpdate with owner and status); mark a task "
@@ -26,10 +25,12 @@ def system_prompt(identity: Identity, definition: AgentDefinition) -> str:
         "short summary); answer teammates' messages; when you receive a shutdown_request, answer it with SendMessage "
         "type 'shutdown_response', its request_id and approve=true unless you are in the middle of something that "
         "must finish.",
-        f"Messages from teammates arrive wrapped in <teammate-message> tags. Your working directory is {identity.cwd}.",
+        f"Messages from teammates arrive wrapped in <teammate-message> tags. Your working directory is {spec.cwd}.",
     ]
-    if identity.plan_mode_required:
-        parts.append("You start in plan mode: read-only. Write a plan and submit it with ExitPlanMode; act only after it is approved.")
+    if spec.plan_mode_required:
+        parts.append(
+            "You start in plan mode: read-only. Write a plan and submit it with ExitPlanMode; act only after it is approved."
+        )
     if definition.prompt:
         parts.append(definition.prompt)
     return "\n\n".join(parts)
@@ -41,18 +42,18 @@ def _block(block: Any) -> dict[str, Any]:
 
 
 class AnthropicModel:
-    def __init__(self, model_name: str, identity: Identity, definition: AgentDefinition, transcript: Transcript) -> None:
+    def __init__(self, model_name: str, context: ModelContext) -> None:
         self.model_name = model_name
         self.client = anthropic.Anthropic(
             max_retries=int(os.environ.get("AGENTTEAMS_API_RETRIES", "4")),
             timeout=float(os.environ.get("AGENTTEAMS_API_TIMEOUT", "120")),
         )
-        self.max_turns = definition.max_turns or int(os.environ.get("AGENTTEAMS_MAX_TURNS", "50"))
+        self.max_turns = context.definition.max_turns or int(os.environ.get("AGENTTEAMS_MAX_TURNS", "50"))
         self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS", "4096"))
-        self.system = system_prompt(identity, definition)
-        self.transcript = transcript
+        self.system = system_prompt(context.spec, context.definition)
+        self.transcript = context.transcript
         # A restarted teammate continues its conversation; the loop records the new user turn.
-        self.messages: list[dict[str, Any]] = transcript.messages()
+        self.messages: list[dict[str, Any]] = self.transcript.messages()
 
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
         self.messages.append({"role": "user", "content": turn.text})
@@ -77,8 +78,14 @@ class AnthropicModel:
                 return TurnOutcome()
             results = []
             for use in uses:  # every tool_use answered, in order, in the next user message
-                result = tools.call(use.name, dict(use.input) if isinstance(use.input, dict) else {}, tool_use_id=use.id)
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": result.content}
+                result = tools.call(
+                    use.name, dict(use.input) if isinstance(use.input, dict) else {}, tool_use_id=use.id
+                )
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": use.id,
+                    "content": result.content,
+                }
                 if result.is_error:
                     block["is_error"] = True
                 results.append(block)

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agentproc.tools import ToolBox
+from agentproc.transcript import Transcript
+from ipc.agents import AgentDefinition
+from ipc.launch import LaunchSpec
 from ipc.schemas import ProtocolBody
 
 TurnKind = Literal["message", "claim", "shutdown", "user"]
@@ -25,6 +28,16 @@ class Turn:
 @dataclass(frozen=True)
 class TurnOutcome:
     failure_reason: str = ""  # non-empty: the turn ended on an error (idleReason "failed")
+    final_text: str = ""  # the model's last words (2.1.330's idle notification ``result``)
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """What a model backend needs to know about its agent: no more, and not the loop."""
+
+    spec: LaunchSpec
+    definition: AgentDefinition
+    transcript: Transcript
 
 
 class Model(Protocol):

@@ -9,15 +9,12 @@ shutdown requests are approved.
 from __future__ import annotations
 
 import json
-import re
 
 from agentproc.models.base import Turn, TurnOutcome
 from agentproc.tools import ToolBox
 from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
 
 AUTO_REPLY = "[auto-reply]"
-PING = re.compile(r"^\[ping (\d+)\]")  # a volley between two teammates: answer with N-1
-BURST = re.compile(r"^\[burst (\d+)\]")  # from the lead: send it that many messages
 HOOK_FEEDBACK = "[TeammateIdle hook]"
 MAX_PLAN_ATTEMPTS = 3
 
@@ -25,7 +22,10 @@ MAX_PLAN_ATTEMPTS = 3
 class OfflineModel:
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
         if isinstance(turn.body, ShutdownRequest):
-            tools.call("SendMessage", {"type": "shutdown_response", "request_id": turn.body.request_id, "approve": True})
+            tools.call(
+                "SendMessage",
+                {"type": "shutdown_response", "request_id": turn.body.request_id, "approve": True},
+            )
             return TurnOutcome()
         if turn.kind == "claim":
             return self._do_task(turn.task_id, tools)
@@ -38,34 +38,18 @@ class OfflineModel:
         if turn.kind == "user" and turn.content.startswith(HOOK_FEEDBACK):
             tools.call("TaskList", {})  # told to keep working: look for work again
             return TurnOutcome()
-        if self._benchmark_exchange(turn, tools):
-            return TurnOutcome()
         if turn.sender and turn.sender != tools.ctx.name and not turn.content.startswith(AUTO_REPLY):
             first_line = turn.content.strip().splitlines()[0][:120] if turn.content.strip() else ""
-            tools.call("SendMessage", {
-                "type": "message",
-                "recipient": turn.sender,
-                "content": f"{AUTO_REPLY} {tools.ctx.name} received your message: {first_line}",
-                "summary": "Acknowledged",
-            })
+            tools.call(
+                "SendMessage",
+                {
+                    "type": "message",
+                    "recipient": turn.sender,
+                    "content": f"{AUTO_REPLY} {tools.ctx.name} received your message: {first_line}",
+                    "summary": "Acknowledged",
+                },
+            )
         return TurnOutcome()
-
-    @staticmethod
-    def _benchmark_exchange(turn: Turn, tools: ToolBox) -> bool:
-        """The exchanges `agentteams bench exchange` measures, through real turns and tools."""
-        ping = PING.match(turn.content)
-        if ping and turn.sender:
-            left = int(ping.group(1))
-            recipient, text = (turn.sender, f"[ping {left - 1}]") if left > 0 else (LEAD_NAME, "[ping done]")
-            tools.call("SendMessage", {"type": "message", "recipient": recipient, "content": text, "summary": "ping"})
-            return True
-        burst = BURST.match(turn.content)
-        if burst and turn.sender == LEAD_NAME:
-            for i in range(int(burst.group(1))):
-                tools.call("SendMessage", {"type": "message", "recipient": LEAD_NAME,
-                                           "content": f"[burst-item {i}] from {tools.ctx.name}", "summary": "burst"})
-            return True
-        return False
 
     def _do_task(self, task_id: str, tools: ToolBox) -> TurnOutcome:
         got = tools.call("TaskGet", {"taskId": task_id})
@@ -90,52 +74,77 @@ class OfflineModel:
                 args["timeout"] = timeout
             result = tools.call("Bash", args)
             if result.is_error:
-                tools.call("TaskUpdate", {"taskId": task_id, "metadata": {"lastError": result.content[-2000:]}})
-                tools.call("SendMessage", {
-                    "type": "message",
-                    "recipient": LEAD_NAME,
-                    "content": f"Task #{task_id} ({task['subject']}) failed:\n{result.content[-2000:]}",
-                    "summary": f"Task #{task_id} failed",
-                })
+                tools.call(
+                    "TaskUpdate", {"taskId": task_id, "metadata": {"lastError": result.content[-2000:]}}
+                )
+                tools.call(
+                    "SendMessage",
+                    {
+                        "type": "message",
+                        "recipient": LEAD_NAME,
+                        "content": f"Task #{task_id} ({task['subject']}) failed:\n{result.content[-2000:]}",
+                        "summary": f"Task #{task_id} failed",
+                    },
+                )
                 tools.ctx.completed = (task_id, "failed")
                 return TurnOutcome()
             output = result.content
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
         if done.is_error:  # e.g. a TaskCompleted hook kept it open: say so, leave it open
-            tools.call("SendMessage", {
-                "type": "message", "recipient": LEAD_NAME,
-                "content": f"Task #{task_id} ({task['subject']}) is not completed: {done.content}",
-                "summary": f"Task #{task_id} kept open",
-            })
+            tools.call(
+                "SendMessage",
+                {
+                    "type": "message",
+                    "recipient": LEAD_NAME,
+                    "content": f"Task #{task_id} ({task['subject']}) is not completed: {done.content}",
+                    "summary": f"Task #{task_id} kept open",
+                },
+            )
             tools.ctx.completed = (task_id, "blocked")
             return TurnOutcome()
         for follow_up in metadata.get("followUps") or []:
             if isinstance(follow_up, dict) and follow_up.get("subject"):
                 extra = {"metadata": {"command": follow_up["command"]}} if follow_up.get("command") else {}
-                tools.call("TaskCreate", {"subject": follow_up["subject"], "description": follow_up.get("description", ""), **extra})
+                tools.call(
+                    "TaskCreate",
+                    {
+                        "subject": follow_up["subject"],
+                        "description": follow_up.get("description", ""),
+                        **extra,
+                    },
+                )
         last = output.strip().splitlines()[-1][:200] if output.strip() else "done"
-        tools.call("SendMessage", {
-            "type": "message",
-            "recipient": LEAD_NAME,
-            "content": f"Completed task #{task_id}: {task['subject']}\n{last}",
-            "summary": f"Task #{task_id} done",
-        })
+        tools.call(
+            "SendMessage",
+            {
+                "type": "message",
+                "recipient": LEAD_NAME,
+                "content": f"Completed task #{task_id}: {task['subject']}\n{last}",
+                "summary": f"Task #{task_id} done",
+            },
+        )
         return TurnOutcome()
 
     def _plan_approved(self, task: dict[str, object], command: object, tools: ToolBox) -> bool:
         """Plan, submit, revise on rejection (a new request each time); True once approved."""
         steps = [f"Run `{command}` in the working directory" if command else f"Do: {task['subject']}"]
         for _ in range(MAX_PLAN_ATTEMPTS):
-            plan = f"# Plan for task #{task['id']}: {task['subject']}\n\n" + "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
+            plan = f"# Plan for task #{task['id']}: {task['subject']}\n\n" + "\n".join(
+                f"{i}. {s}" for i, s in enumerate(steps, 1)
+            )
             result = tools.call("ExitPlanMode", {"plan": plan})
             if not result.is_error and not result.content.startswith("Plan rejected"):
                 return True
             feedback = result.content.split("Feedback:", 1)[-1].split("\n", 1)[0].strip()
             steps.append(f"Address the lead's feedback: {feedback}")
-        tools.call("SendMessage", {
-            "type": "message", "recipient": LEAD_NAME,
-            "content": f"My plan for task #{task['id']} was not approved after {MAX_PLAN_ATTEMPTS} attempts; I am leaving it.",
-            "summary": f"Plan for #{task['id']} not approved",
-        })
+        tools.call(
+            "SendMessage",
+            {
+                "type": "message",
+                "recipient": LEAD_NAME,
+                "content": f"My plan for task #{task['id']} was not approved after {MAX_PLAN_ATTEMPTS} attempts; I am leaving it.",
+                "summary": f"Plan for #{task['id']} not approved",
+            },
+        )
         tools.call("TaskUpdate", {"taskId": str(task["id"]), "owner": "", "status": "pending"})
         return False

@@ -1,4 +1,6 @@
-"""The tool interface: a name, a JSON schema the model sees, and a function."""
+"""The tool interface: a name, a JSON schema the model sees, a function, and what the tool
+touches (its kind, and the paths of a call), so a permission policy can judge any tool
+without knowing it."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from agentproc.context import AgentContext
 from ipc.errors import AgentTeamsError
+
+ToolKind = Literal["coordination", "read", "write", "exec"]
 
 
 @dataclass(frozen=True)
@@ -22,16 +26,38 @@ class ToolFailure(Exception):
     """Raised inside a tool for an error the model should read (not a crash)."""
 
 
+def no_paths(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
     run: Callable[[AgentContext, dict[str, Any]], str]
-    read_only: bool = False
+    kind: ToolKind = "write"
+    paths: Callable[[AgentContext, dict[str, Any]], list[str]] = no_paths
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Literal["allow", "ask", "deny"]
+    reason: str = ""
+    outside: tuple[str, ...] = ()
+
+
+class PermissionPolicy(Protocol):
+    """Decides whether a call may run, and answers the ones that must ask."""
+
+    def offered(self, ctx: AgentContext, tools: list[Tool]) -> list[Tool]: ...
+    def decide(self, ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> Decision: ...
+    def ask(
+        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+    ) -> tuple[bool, dict[str, Any], str]: ...
 
 
 _call_ids = itertools.count(1)
@@ -49,22 +75,20 @@ def require(args: dict[str, Any], key: str, kind: type = str) -> Any:
 
 
 class ToolBox:
-    """The tools one teammate may use; calling an unlisted tool is an error the model sees."""
+    """The tools one agent may use, behind its permission policy; calling an unlisted tool
+    is an error the model sees."""
 
-    def __init__(self, ctx: AgentContext, tools: list[Tool]) -> None:
+    def __init__(self, ctx: AgentContext, tools: list[Tool], policy: PermissionPolicy) -> None:
         self.ctx = ctx
         self.tools = {t.name: t for t in tools}
+        self.policy = policy
 
     def names(self) -> list[str]:
         return list(self.tools)
 
     def offered(self) -> list[Tool]:
-        """The tools the model is shown now: in plan mode, only what plan mode allows."""
-        from agentproc.permissions import COORDINATION, READ_ONLY
-
-        if self.ctx.plan_mode or self.ctx.permission_mode == "plan":
-            return [t for t in self.tools.values() if t.name in COORDINATION or t.name in READ_ONLY]
-        return list(self.tools.values())
+        """The tools the model is shown now (in plan mode, only what plan mode allows)."""
+        return self.policy.offered(self.ctx, list(self.tools.values()))
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.offered()]
@@ -75,26 +99,40 @@ class ToolBox:
         records its own messages."""
         record = tool_use_id is None
         tool_use_id = tool_use_id or f"toolu_offline_{next(_call_ids):06d}"
-        if record and self.ctx.transcript is not None:
-            self.ctx.transcript.append("assistant", [{"type": "tool_use", "id": tool_use_id, "name": name, "input": args}])
+        transcript = self.ctx.transcript
+        if record and transcript is not None:
+            transcript.append(
+                "assistant", [{"type": "tool_use", "id": tool_use_id, "name": name, "input": args}]
+            )
         result = self._call(name, args, tool_use_id)
-        if record and self.ctx.transcript is not None:
-            self.ctx.transcript.append("user", [{"type": "tool_result", "tool_use_id": tool_use_id, "content": result.content, "is_error": result.is_error}])
+        if record and transcript is not None:
+            transcript.append(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tool_use_id,
+                        "content": result.content,
+                        "is_error": result.is_error,
+                    }
+                ],
+            )
         return result
 
     def _call(self, name: str, args: dict[str, Any], tool_use_id: str) -> ToolResult:
-        from agentproc import permissions
-
         tool = self.tools.get(name)
         if tool is None:
-            return ToolResult(f"Error: no tool named {name!r} is available to this agent; available: {', '.join(self.tools)}", True)
+            return ToolResult(
+                f"Error: no tool named {name!r} is available to this agent; available: {', '.join(self.tools)}",
+                True,
+            )
         if not isinstance(args, dict):
             return ToolResult(f"Error: {name} input must be a JSON object", True)
-        decision = permissions.decide(self.ctx, name, args)
+        decision = self.policy.decide(self.ctx, tool, args)
         if decision.action == "deny":
             return ToolResult(f"Permission denied: {decision.reason}", True)
         if decision.action == "ask":
-            approved, args, reason = permissions.request(self.ctx, name, tool_use_id, args, decision)
+            approved, args, reason = self.policy.ask(self.ctx, tool, tool_use_id, args, decision)
             if not approved:
                 return ToolResult(f"Permission denied by the lead: {reason}. The tool did not run.", True)
         try:

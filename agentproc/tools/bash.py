@@ -1,10 +1,17 @@
 """The Bash tool: a command in its own process group, stdin from /dev/null, a timeout and an
-output cap. The group lets a timeout kill the whole tool tree; the teammate records it so
-its SIGTERM handler, and the supervisor after a crash, can kill what is still running."""
+output cap. The group lets a timeout kill the whole tool tree; the agent records it so its
+SIGTERM handler, and the supervisor after a crash, can kill what is still running.
+
+The paths a command touches are guessed from its text (:func:`command_paths`); whatever
+the guess cannot vouch for (a directory change it cannot follow, an expansion it cannot
+see through) is reported as unknown, so a permission policy asks rather than allows.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -16,6 +23,11 @@ from agentproc.tools.base import Tool, ToolFailure, require
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 OUTPUT_CAP = 30_000
+UNKNOWN = "?"
+_SINGLE_QUOTED = re.compile(r"'[^']*'")
+_DIR_CHANGES = ("cd", "pushd", "popd", "chdir")
+_ASSIGNED = re.compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\b|(?:^|[\s;&|(])([A-Za-z_]\w*)=")
+_EXPANSION = re.compile(r"\$(\(\(|\(|\{?[A-Za-z_]\w*|[0-9#?@*$!-])")
 
 
 @dataclass(frozen=True)
@@ -32,13 +44,76 @@ def cap(text: str, limit: int = OUTPUT_CAP) -> str:
     return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"
 
 
+def command_paths(command: str) -> list[str]:
+    """Paths a shell command mentions, by a heuristic that errs towards asking.
+
+    - Outside single quotes, an expansion whose value we cannot see is unknown: a command
+      substitution (``$(…)``, backticks) or a variable the command does not set itself
+      (``$HOME``, ``$PWD``). Arithmetic (``$((i * 2))``), positional and special
+      parameters, and the command's own variables (``for i in``, ``X=``) are fine.
+    - ``cd``/``pushd`` to a literal path counts as touching it; to anything else (``cd`` alone,
+      ``cd -``) is unknown.
+    - A word (or the part after ``=``, ``>`` or ``<``) that starts with ``/``, ``~`` or ``..``
+      is a path, if an absolute one names an existing top-level directory (which leaves out
+      awk and sed programs such as ``'/total/ {print}'``).
+    """
+    found: list[str] = []
+    unquoted = _SINGLE_QUOTED.sub("''", command)
+    unknown = _unknown_expansion(unquoted)
+    if unknown:
+        found.append(UNKNOWN + f"{unknown}, whose value is not known beforehand")
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return [*found, UNKNOWN + "a command that cannot be parsed"]
+    for i, word in enumerate(words):
+        bare = word.rstrip(";|&)")
+        if bare in _DIR_CHANGES:
+            ended = word != bare  # "cd;": no argument
+            target = "" if ended or i + 1 >= len(words) else words[i + 1].rstrip(";|&)")
+            if not target or target.startswith("-") or bare == "popd":
+                found.append(UNKNOWN + f"'{bare}' to a directory that is not known beforehand")
+            else:
+                found.append(target)
+            continue
+        if any(c.isspace() for c in word):
+            continue  # a quoted program or sentence, not a path
+        for part in word.replace("=", " ").replace(">", " ").replace("<", " ").split():
+            part = part.rstrip(";|&)")  # shell punctuation glued to the word
+            if part.startswith(("../", "~")) or part == "..":
+                found.append(part)
+            elif part.startswith("/"):
+                top = part.split("/")[1]
+                if top and os.path.exists("/" + top):
+                    found.append(part)
+    return found
+
+
+def _unknown_expansion(text: str) -> str:
+    """The first expansion in ``text`` (outside single quotes) whose value cannot be known
+    before the command runs, described; '' if there is none."""
+    if "`" in text:
+        return "a command substitution (`…`)"
+    assigned = {a or b for a, b in _ASSIGNED.findall(text)}
+    for match in _EXPANSION.finditer(text):
+        token = match.group(1)
+        if token == "((":
+            continue  # arithmetic
+        if token == "(":
+            return "a command substitution ($(…))"
+        name = token.lstrip("{")
+        if (name[:1].isalpha() or name[:1] == "_") and name not in assigned:
+            return f"the variable ${name}"
+    return ""
+
+
 def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcome:
     proc = subprocess.Popen(
         ["/bin/bash", "-c", command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        cwd=ctx.identity.cwd,
+        cwd=ctx.cwd,
         process_group=0,
     )
     ctx.tool_groups.add(proc.pid)
@@ -71,9 +146,13 @@ def _bash(ctx: AgentContext, args: dict[str, Any]) -> str:
     return outcome.output
 
 
+def _paths(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+    return command_paths(str(args.get("command", "")))
+
+
 BASH = Tool(
     name="Bash",
-    description="Run a shell command in the teammate's working directory. stdin is /dev/null; output is capped at 30,000 characters.",
+    description="Run a shell command in the agent's working directory. stdin is /dev/null; output is capped at 30,000 characters.",
     input_schema={
         "type": "object",
         "properties": {
@@ -84,4 +163,6 @@ BASH = Tool(
         "required": ["command"],
     },
     run=_bash,
+    kind="exec",
+    paths=_paths,
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from agentproc.context import AgentContext
@@ -15,14 +14,8 @@ from agentproc.tools.bash import cap
 MAX_READ_LINES = 2000
 
 
-def resolve(ctx: AgentContext, path: str) -> Path:
-    """A tool path: absolute as given, relative to the teammate's cwd otherwise."""
-    p = Path(path).expanduser()
-    return (p if p.is_absolute() else ctx.identity.cwd / p).resolve()
-
-
 def _read(ctx: AgentContext, args: dict[str, Any]) -> str:
-    path = resolve(ctx, require(args, "file_path"))
+    path = ctx.resolve(require(args, "file_path"))
     offset = args.get("offset", 1)
     limit = args.get("limit", MAX_READ_LINES)
     if not isinstance(offset, int) or not isinstance(limit, int) or offset < 1 or limit < 1:
@@ -38,7 +31,7 @@ def _read(ctx: AgentContext, args: dict[str, Any]) -> str:
 
 
 def _write(ctx: AgentContext, args: dict[str, Any]) -> str:
-    path = resolve(ctx, require(args, "file_path"))
+    path = ctx.resolve(require(args, "file_path"))
     content = args.get("content")
     if not isinstance(content, str):
         raise ToolFailure("'content' must be a string")
@@ -50,7 +43,7 @@ def _write(ctx: AgentContext, args: dict[str, Any]) -> str:
 
 
 def _edit(ctx: AgentContext, args: dict[str, Any]) -> str:
-    path = resolve(ctx, require(args, "file_path"))
+    path = ctx.resolve(require(args, "file_path"))
     old, new = args.get("old_string"), args.get("new_string")
     if not isinstance(old, str) or not old or not isinstance(new, str):
         raise ToolFailure("'old_string' (non-empty) and 'new_string' are required strings")
@@ -72,7 +65,7 @@ def _edit(ctx: AgentContext, args: dict[str, Any]) -> str:
 
 def _glob(ctx: AgentContext, args: dict[str, Any]) -> str:
     pattern = require(args, "pattern")
-    base = resolve(ctx, args.get("path") or ".")
+    base = ctx.resolve(args.get("path") or ".")
     matches = sorted(str(p) for p in base.glob(pattern))
     return "\n".join(matches[:1000]) or "No files found"
 
@@ -82,7 +75,7 @@ def _grep(ctx: AgentContext, args: dict[str, Any]) -> str:
         regex = re.compile(require(args, "pattern"))
     except re.error as exc:
         raise ToolFailure(f"invalid regular expression: {exc}") from None
-    base = resolve(ctx, args.get("path") or ".")
+    base = ctx.resolve(args.get("path") or ".")
     file_glob = args.get("glob")
     mode = args.get("output_mode", "files_with_matches")
     if mode not in ("files_with_matches", "content", "count"):
@@ -112,24 +105,70 @@ def _path_schema(extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": extra, "required": required}
 
 
-READ = Tool("Read", "Read a file (line-numbered).", _path_schema(
-    {"file_path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["file_path"]), _read, read_only=True)
-WRITE = Tool("Write", "Write a file, replacing it.", _path_schema(
-    {"file_path": {"type": "string"}, "content": {"type": "string"}}, ["file_path", "content"]), _write)
-EDIT = Tool("Edit", "Replace text in a file.", _path_schema(
-    {"file_path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"},
-     "replace_all": {"type": "boolean"}}, ["file_path", "old_string", "new_string"]), _edit)
-GLOB = Tool("Glob", "Find files by glob pattern.", _path_schema(
-    {"pattern": {"type": "string"}, "path": {"type": "string"}}, ["pattern"]), _glob, read_only=True)
-GREP = Tool("Grep", "Search file contents with a regular expression.", _path_schema(
-    {"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"},
-     "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]}}, ["pattern"]), _grep, read_only=True)
+def _file_path(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+    return [str(args.get("file_path", ""))]
 
 
-def paths_of(tool: str, args: dict[str, Any]) -> list[str]:
-    """The paths a call touches, for permission checks."""
-    if tool in ("Read", "Write", "Edit"):
-        return [str(args.get("file_path", ""))]
-    if tool in ("Glob", "Grep"):
-        return [str(args.get("path") or ".")]
-    return []
+def _search_path(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+    return [str(args.get("path") or ".")]
+
+
+READ = Tool(
+    "Read",
+    "Read a file (line-numbered).",
+    _path_schema(
+        {"file_path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+        ["file_path"],
+    ),
+    _read,
+    kind="read",
+    paths=_file_path,
+)
+WRITE = Tool(
+    "Write",
+    "Write a file, replacing it.",
+    _path_schema({"file_path": {"type": "string"}, "content": {"type": "string"}}, ["file_path", "content"]),
+    _write,
+    kind="write",
+    paths=_file_path,
+)
+EDIT = Tool(
+    "Edit",
+    "Replace text in a file.",
+    _path_schema(
+        {
+            "file_path": {"type": "string"},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
+        },
+        ["file_path", "old_string", "new_string"],
+    ),
+    _edit,
+    kind="write",
+    paths=_file_path,
+)
+GLOB = Tool(
+    "Glob",
+    "Find files by glob pattern.",
+    _path_schema({"pattern": {"type": "string"}, "path": {"type": "string"}}, ["pattern"]),
+    _glob,
+    kind="read",
+    paths=_search_path,
+)
+GREP = Tool(
+    "Grep",
+    "Search file contents with a regular expression.",
+    _path_schema(
+        {
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
+            "glob": {"type": "string"},
+            "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
+        },
+        ["pattern"],
+    ),
+    _grep,
+    kind="read",
+    paths=_search_path,
+)

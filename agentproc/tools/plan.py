@@ -8,9 +8,8 @@ from typing import Any
 from agentproc.context import AgentContext
 from agentproc.replies import wait_for_reply
 from agentproc.tools.base import Tool, ToolFailure, require
-from ipc import messaging
 from ipc.clock import now_iso, now_ms
-from ipc.paths import TeamPaths, plan_request_id
+from ipc.paths import plan_request_id
 from ipc.schemas import LEAD_NAME, PlanApprovalRequest, PlanApprovalResponse, parse_body
 from ipc.storage import atomic_write
 
@@ -24,15 +23,17 @@ def _exit_plan_mode(ctx: AgentContext, args: dict[str, Any]) -> str:
     if not ctx.plan_mode:
         return "User has approved exiting plan mode"  # idempotent, as Claude Code
     ms = now_ms()
-    request_id = plan_request_id(ctx.name, ctx.identity.team, ms)
-    paths = TeamPaths(ctx.identity.root, ctx.identity.team)
-    plan_file = paths.plans / f"{ctx.name}-{ms}.md"
+    request_id = plan_request_id(ctx.name, ctx.team, ms)
+    plan_file = ctx.paths.plans / f"{ctx.name}-{ms}.md"
     atomic_write(plan_file, plan.encode())
     body = PlanApprovalRequest(
-        from_=ctx.name, timestamp=now_iso(), plan_file_path=str(plan_file), plan_content=plan, request_id=request_id,
+        from_=ctx.name,
+        timestamp=now_iso(),
+        plan_file_path=str(plan_file),
+        plan_content=plan,
+        request_id=request_id,
     )
-    messaging.send_body(ctx.identity.root, ctx.identity.team, ctx.name, LEAD_NAME, body)  # no color, as Claude Code
-    ctx.channel.ring(LEAD_NAME)
+    ctx.messenger.send_body(ctx.name, LEAD_NAME, body)  # no color, as Claude Code
 
     def is_answer(message: Any) -> bool:
         answer = parse_body(message.text)
@@ -40,14 +41,18 @@ def _exit_plan_mode(ctx: AgentContext, args: dict[str, Any]) -> str:
 
     reply = wait_for_reply(ctx, is_answer, plan_timeout())
     if reply is None:
-        raise ToolFailure(f"no answer to plan approval request {request_id} within {plan_timeout():g}s; still in plan mode")
+        raise ToolFailure(
+            f"no answer to plan approval request {request_id} within {plan_timeout():g}s; still in plan mode"
+        )
     answer = parse_body(reply.text)
     assert isinstance(answer, PlanApprovalResponse)
     if answer.approved:
         ctx.plan_mode = False
         if isinstance(answer.permission_mode, str) and answer.permission_mode:
             ctx.permission_mode = answer.permission_mode
-        return f"Plan approved ({request_id}). Permission mode is now {ctx.permission_mode}. Carry out the plan."
+        return (
+            f"Plan approved ({request_id}). Permission mode is now {ctx.permission_mode}. Carry out the plan."
+        )
     feedback = answer.feedback if isinstance(answer.feedback, str) else "no feedback given"
     return (
         f"Plan rejected ({request_id}). Feedback: {feedback}\n"
@@ -58,7 +63,11 @@ def _exit_plan_mode(ctx: AgentContext, args: dict[str, Any]) -> str:
 EXIT_PLAN_MODE = Tool(
     name="ExitPlanMode",
     description="Submit your plan for approval and, once approved, leave read-only plan mode.",
-    input_schema={"type": "object", "properties": {"plan": {"type": "string", "description": "The plan, in Markdown"}}, "required": ["plan"]},
+    input_schema={
+        "type": "object",
+        "properties": {"plan": {"type": "string", "description": "The plan, in Markdown"}},
+        "required": ["plan"],
+    },
     run=_exit_plan_mode,
-    read_only=True,
+    kind="coordination",
 )

@@ -51,9 +51,14 @@ class SoakResult:
 
     @property
     def ok(self) -> bool:
-        return (self.lost == 0 and self.duplicates == 0 and not self.tasks_stuck and self.unread_left == 0
-                and self.supervisor_fds[1] - self.supervisor_fds[0] <= 16
-                and self.supervisor_rss_mib[1] - self.supervisor_rss_mib[0] <= 32)
+        return (
+            self.lost == 0
+            and self.duplicates == 0
+            and not self.tasks_stuck
+            and self.unread_left == 0
+            and self.supervisor_fds[1] - self.supervisor_fds[0] <= 16
+            and self.supervisor_rss_mib[1] - self.supervisor_rss_mib[0] <= 32
+        )
 
 
 def run_soak(seconds: float, teammates: int = 8, seed: int = 1, root: Path | None = None) -> SoakResult:
@@ -86,13 +91,15 @@ def run_soak(seconds: float, teammates: int = 8, seed: int = 1, root: Path | Non
                     expected[(recipient, n)] += 1
                 result.messages_sent += 1
             elif action < 0.85:
-                team.tasks.create(f"soak task {n}", metadata={"command": f"sleep {rng.choice([0, 0, 0.05, 0.2])}"})
+                team.tasks.create(
+                    f"soak task {n}", metadata={"command": f"sleep {rng.choice([0, 0, 0.05, 0.2])}"}
+                )
                 team.wake("*")
                 result.tasks += 1
             elif action < 0.9:
-                victims = [m for m in team.status()["teammates"] if m["pid"]]
+                victims = [m for m in team.status().teammates if m.pid]
                 if victims:
-                    os.kill(rng.choice(victims)["pid"], signal.SIGKILL)
+                    os.kill(rng.choice(victims).pid or 0, signal.SIGKILL)
                     result.kills += 1
             time.sleep(rng.uniform(0.005, 0.05))
         settle(team, names)
@@ -108,7 +115,7 @@ def settle(team: Team, names: list[str], timeout: float = 120.0) -> None:
     """Wait until every teammate is up and idle, nothing is unread and no task is in flight."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = [m["state"] for m in team.status()["teammates"]]
+        states = [m.state for m in team.status().teammates]
         unread = sum(len(Mailbox(team.root, team.name, n).unread()) for n in names)
         busy = [t for t in team.tasks.list() if t.status == "in_progress"]
         claimable = team.tasks.find_claimable()

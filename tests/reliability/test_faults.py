@@ -12,10 +12,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from runtime_helpers import running_team, wait_for, wait_for_gone
 
 from ipc import CorruptFile, Mailbox, StorageError, TaskList, TeamConfigStore, storage
 from supervisor import Team
+from tests.runtime_helpers import running_team, wait_for, wait_for_gone
 
 
 def test_kill_9_of_claimers_mid_claim_never_double_claims(root: Path, team: str) -> None:
@@ -44,15 +44,16 @@ def test_kill_9_of_claimers_mid_claim_never_double_claims(root: Path, team: str)
         assert (task.status, task.owner_name is None) in {("pending", True), ("in_progress", False)}
 
 
-def test_kill_9_of_the_zygote_keeps_teammates_and_spawning_working(root: Path) -> None:
+def test_kill_9_of_the_fork_server_keeps_teammates_and_spawning_working(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        zygote = team.status()["zygote"]
-        alice = team.status()["teammates"][0]["pid"]
-        os.kill(zygote, signal.SIGKILL)
-        wait_for(lambda: team.status()["zygote"] is None)
-        assert psutil.pid_exists(alice)  # teammates are the supervisor's children, not the zygote's
-        assert team.spawn("bob", prompt="p") == "bob"  # falls back to a fresh interpreter
+        forkserver = team.status().forkserver or 0
+        alice = team.status().teammates[0].pid or 0
+        os.kill(forkserver, signal.SIGKILL)
+        wait_for(lambda: team.status().forkserver is None)
+        assert psutil.pid_exists(alice)  # teammates are the supervisor's children, not the fork server's
+        assert team.spawn("bob", prompt="p") == "bob"  # through a new fork server
+        assert team.status().forkserver not in (None, forkserver)
         task = team.tasks.create("after", metadata={"command": "true"})
         team.wake("*")
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=20)
@@ -61,11 +62,11 @@ def test_kill_9_of_the_zygote_keeps_teammates_and_spawning_working(root: Path) -
 def test_a_teammate_that_ignores_sigterm_is_killed_after_the_grace_period(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        pid = team.status()["teammates"][0]["pid"]
+        pid = team.status().teammates[0].pid or 0
         os.kill(pid, signal.SIGSTOP)  # a stopped process answers nothing and takes no SIGTERM
         started = time.monotonic()
         result = team.shutdown("alice", force=True, grace=0.5)
-        assert result["stopped"] and result["exit"] == "signal 9"
+        assert result.stopped and result.exit == "signal 9"
         assert time.monotonic() - started < 15
         assert wait_for_gone({pid}) == []
 
@@ -75,10 +76,10 @@ def test_a_commanded_stop_is_never_undone_by_the_restart_policy(root: Path) -> N
         team.spawn("alice", prompt="p")
         team.tasks.create("busy", metadata={"command": "sleep 60"})
         team.wake("*")
-        wait_for(lambda: team.ps()["teammates"][0]["children"])
+        wait_for(lambda: team.ps().teammates[0].children)
         team.shutdown("alice", force=True, grace=0.3)  # exits by signal, not by choice
         time.sleep(1.5)
-        assert team.status()["teammates"] == [] and team.member("alice") is None
+        assert team.status().teammates == [] and team.member("alice") is None
         assert [e.restarting for e in team.events()] == [False]
 
 
@@ -129,7 +130,7 @@ def test_a_really_full_tmpfs(tmp_path: Path) -> None:
 def test_a_corrupt_inbox_is_quarantined_and_the_team_keeps_working(root: Path, content: str) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        wait_for(lambda: team.status()["teammates"][0]["state"] == "idle")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
         inbox = root / "teams" / "t" / "inboxes" / "alice.json"
         inbox.write_text(content)
         team.send("alice", "still there?", summary="ping")
@@ -141,7 +142,7 @@ def test_a_corrupt_inbox_is_quarantined_and_the_team_keeps_working(root: Path, c
 def test_one_bad_entry_among_good_ones_blocks_nothing(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        wait_for(lambda: team.status()["teammates"][0]["state"] == "idle")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
         inbox = root / "teams" / "t" / "inboxes" / "alice.json"
         entries = json.loads(inbox.read_text())
         entries.append({"from": 7, "text": None})

@@ -9,27 +9,38 @@ import pytest
 import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runtime_helpers import running_team
 
-from ipc import control, wake
+from ipc import control, link
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.mailbox import MAX_TEXT_BYTES
 from supervisor import Team
+from tests.runtime_helpers import running_team
 
 frames = st.one_of(
     st.binary(max_size=512),
-    st.builds(lambda d: msgspec.msgpack.encode(d), st.dictionaries(st.text(max_size=8), st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=20), st.none()), max_size=5)),
-    st.builds(lambda t, i: msgspec.msgpack.encode({"type": t, "id": i}), st.sampled_from(["Spawn", "Shutdown", "Status", "Bogus", "Push"]), st.text(max_size=10)),
+    st.builds(
+        lambda d: msgspec.msgpack.encode(d),
+        st.dictionaries(
+            st.text(max_size=8),
+            st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=20), st.none()),
+            max_size=5,
+        ),
+    ),
+    st.builds(
+        lambda t, i: msgspec.msgpack.encode({"type": t, "id": i}),
+        st.sampled_from(["Spawn", "Shutdown", "Status", "Bogus", "Push"]),
+        st.text(max_size=10),
+    ),
 )
 
 
 @given(frames)
-def test_wake_decode_is_strict(data: bytes) -> None:
+def test_link_decode_is_strict(data: bytes) -> None:
     try:
-        frame = wake.decode(data)
+        frame = link.decode(data)
     except InvalidInput:
         return
-    assert wake.decode(wake.encode(frame)) == frame
+    assert link.decode(link.encode(frame)) == frame
 
 
 @given(frames)
@@ -61,7 +72,7 @@ def test_fuzzed_control_frames_get_error_replies_and_the_supervisor_keeps_runnin
         sock.send(b"\x00" * (control.MAX_REQUEST_BYTES + 10))  # too big: libzmq drops the peer
         sock.close(0)
         ctx.term()
-        assert team.status()["supervisor"] == team.supervisor_pid()
+        assert team.status().supervisor == team.supervisor_pid()
 
 
 def test_hostile_member_names_never_escape_the_root(root: Path) -> None:
@@ -88,3 +99,6 @@ def test_an_oversized_message_is_refused(root: Path) -> None:
     with pytest.raises(InvalidInput, match="limit"):
         team.send("alice", "x" * (MAX_TEXT_BYTES + 1), summary="big")
     assert not (root / "teams" / "t" / "inboxes" / "alice.json").exists()
+    with pytest.raises(InvalidInput, match="limit"):
+        team.tasks.create("big", "x" * (MAX_TEXT_BYTES + 1))  # one limit for messages and tasks
+    assert team.tasks.list() == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from soak import run_soak
+from tests.reliability.soak import run_soak
 
 
 def test_soak_60_seconds(root: Path) -> None:

@@ -1,0 +1,210 @@
+"""The inbox file: a JSON array of message objects, edited in place on the hot path.
+
+Claude Code writes these files with ``JSON.stringify(messages, null, 2)``; so do we. In that
+format an element starts at ``\\n  {`` (two spaces, at no other depth) and its top-level
+``read`` flag is ``\\n    "read": false``. That lets the two hot-path writes touch only a few
+bytes, under the file's lock (SPEC §6):
+
+- append: ``,\\n  {new}\\n]\\n`` written over the array's closing bracket, after checking that
+  the last element is whole;
+- mark read: ``false`` becomes ``true `` (same length) in place.
+
+A kill in the middle of either leaves a tail that does not parse. Readers never act on such
+a file (they retry under the lock), and the next locked writer repairs it with
+:func:`repair`: a half-flipped flag is set back to ``false`` (the message was not handed
+over) and a half-written last element is cut (it was never acknowledged). Anything else,
+and every rewrite that moves bytes, goes through temp file + rename.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+
+import msgspec
+
+ELEMENT_START = b"\n  {"
+READ_FALSE = b'\n    "read": false'
+_FLIP = b"true "  # same length as b"false": JSON allows the trailing space
+
+
+class _Head(msgspec.Struct):
+    """The one top-level field of an entry the hot path needs."""
+
+    read: bool = False
+
+
+_raw_list = msgspec.json.Decoder(list[msgspec.Raw])
+_heads = msgspec.json.Decoder(list[_Head])
+_head = msgspec.json.Decoder(_Head)
+_encoder = msgspec.json.Encoder()
+
+
+class NotAnInbox(ValueError):
+    """The bytes are not a JSON array (torn, or not an inbox at all)."""
+
+
+@dataclass
+class Snapshot:
+    """An inbox as read: its bytes, raw entries, and each entry's read flag (None for an
+    entry that is not a message object: skipped, kept, reported)."""
+
+    data: bytes
+    raws: list[msgspec.Raw]
+    reads: list[bool | None]
+
+    def unread(self) -> list[int]:
+        return [i for i, flag in enumerate(self.reads) if flag is False]
+
+    def read_count(self) -> int:
+        return sum(1 for flag in self.reads if flag is True)
+
+    def offset_of(self, index: int) -> int:
+        """Byte offset of entry ``index`` in :attr:`data` (-1 if it cannot be found)."""
+        # Entries are in order and separated by at least one byte, so the sum of the
+        # lengths before ``index`` is a lower bound for its offset.
+        lower = sum(map(len, itertools.islice(self.raws, index))) + index
+        return self.data.find(self.raws[index], lower)
+
+
+def parse(data: bytes) -> Snapshot:
+    """Raises NotAnInbox if ``data`` is not a JSON array."""
+    if not data.strip():
+        return Snapshot(data, [], [])
+    try:
+        raws = _raw_list.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise NotAnInbox(str(exc)) from exc
+    try:
+        reads: list[bool | None] = [h.read for h in _heads.decode(data)]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        reads = [_read_flag(raw) for raw in raws]  # one bad entry: look at each on its own
+    return Snapshot(data, raws, reads)
+
+
+def _read_flag(raw: msgspec.Raw) -> bool | None:
+    try:
+        return _head.decode(raw).read
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def element(raw: bytes) -> bytes:
+    """One entry formatted as an element of the array (two-space indent, no newline)."""
+    return msgspec.json.format(b"[" + raw + b"]", indent=2)[2:-2]
+
+
+def format_array(raws: list[msgspec.Raw] | list[bytes]) -> bytes:
+    if not raws:
+        return b"[]\n"
+    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n]\n"
+
+
+def encode_entry(obj: object) -> bytes:
+    return _encoder.encode(obj)
+
+
+# ---------------------------------------------------------------- in-place append
+
+
+def insertion(data: bytes, whole: bool) -> tuple[int, bytes] | None:
+    """Where and with what prefix a new element goes, if the array's tail is sound.
+
+    ``data`` is the file's last bytes (``whole``: all of it). Returns (offset within
+    ``data``, prefix) or None when the tail cannot be vouched for: torn, another format, or
+    too short a chunk to see the last element's start.
+    """
+    text = data.rstrip()
+    if not text.endswith(b"]"):
+        return None
+    body = text[:-1].rstrip()
+    if body.endswith(b"["):
+        return (len(body), b"\n") if whole and body.strip() == b"[" else None
+    if not body.endswith(b"}"):
+        return None
+    start = body.rfind(ELEMENT_START)
+    if start < 0 or (start == 0 and not whole):
+        return None
+    before = body[:start].rstrip()
+    if not before.endswith((b",", b"[")):
+        return None
+    try:
+        _head.decode(body[start + 3 :])  # the last element must be one whole object
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return len(body), b",\n"
+
+
+def append_in_place(fd: int, size: int, entry_block: bytes) -> tuple[int, bytes] | None:
+    """The offset and bytes that append ``entry_block`` (an :func:`element`) to the open
+    inbox of ``size`` bytes, or None if the tail is not sound (rewrite the file instead)."""
+    chunk = min(size, 4096)
+    while True:
+        tail = os.pread(fd, chunk, size - chunk)
+        found = insertion(tail, whole=chunk == size)
+        if found is not None or chunk == size:
+            break
+        chunk = min(size, chunk * 16)
+    if found is None:
+        return None
+    offset, prefix = found
+    return size - chunk + offset, prefix + entry_block + b"\n]\n"
+
+
+def read_flag_offset(snapshot: Snapshot, index: int) -> int:
+    """Offset of the ``false`` of entry ``index``'s top-level read flag, or -1 if it cannot
+    be flipped in place (another format, or no ``read`` field)."""
+    start = snapshot.offset_of(index)
+    if start < 0:
+        return -1
+    raw = bytes(snapshot.raws[index])
+    at = raw.find(READ_FALSE)
+    if at < 0 or raw.find(READ_FALSE, at + 1) >= 0:
+        return -1
+    return start + at + len(READ_FALSE) - len(b"false")
+
+
+# ---------------------------------------------------------------- repair
+
+_TORN_FLAG = re.compile(rb'("read"\s*:\s*)([a-z ]{5})(?=\s*[,}])')
+
+
+def repair(data: bytes) -> bytes | None:
+    """A whole array recovered from a file torn by a crash, or None if nothing is.
+
+    A flag caught half-flipped goes back to ``false``: its message was not yet handed over.
+    A last element caught half-written is cut: its append was never acknowledged.
+    """
+
+    def fix(match: re.Match[bytes]) -> bytes:
+        word = match.group(2)
+        return match.group(0) if word in (b"true ", b"false") else match.group(1) + b"false"
+
+    fixed = _TORN_FLAG.sub(fix, data)
+    if _decodes(fixed):
+        return fixed
+    # Cut after the last element that closes (pretty format first, then any '}').
+    for marker in (b"\n  }", b"}"):
+        end = len(fixed)
+        for _ in range(64):
+            end = fixed.rfind(marker, 0, end)
+            if end < 0:
+                break
+            candidate = fixed[: end + len(marker)] + b"\n]\n"
+            if _decodes(candidate):
+                return candidate
+    start = fixed.lstrip()
+    return b"[]\n" if start.startswith(b"[") else None
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        _raw_list.decode(data)
+        return True
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+
+
+FLIP = _FLIP

@@ -1,0 +1,357 @@
+"""The one lock seam: every mutation of a shared file takes its locks here, in one fixed order.
+
+Several programs write these files, each with its own lock (SPEC §2.1):
+
+1. our fast path: ``flock`` on a descriptor of ``{dir}/{stem}.lock`` (``inboxes/alice.lock``
+   for ``inboxes/alice.json``; the task list's ``tasks/{team}/.lock`` itself). That is also
+   agent-team-mail's inbox lock and claude-code-teams-mcp's task-list lock, so those peers
+   are excluded for free. The kernel drops a flock when its holder dies.
+2. peers' flocks where they exist: claude-code-teams-mcp's ``inboxes/.lock``.
+3. in a Claude Code root, Claude Code's own lock: proper-lockfile's ``mkdir {file}.lock``,
+   with bounded retries, stale after 10 s by mtime (refreshed while held), removed on
+   release. A lock directory left by an agentteams writer that was killed is recognised
+   (a signature in its mtime's nanoseconds plus a flock on the directory) and cleared at
+   once; anything else is cleared only when proper-lockfile would clear it.
+
+Nothing here ever leaves a regular file at a path Claude Code uses as a lock directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from ipc.boundary import filelock_errors, os_errors
+from ipc.errors import LockTimeout, StorageError
+from ipc.paths import FILE_MODE
+
+DEFAULT_LOCK_TIMEOUT = 30.0
+STALE_SECONDS = 10.0  # proper-lockfile's default, as Claude Code uses it
+REFRESH_SECONDS = 5.0  # proper-lockfile refreshes at stale / 2
+_SIGNATURE_NS = 424_242  # sub-millisecond part of the mtime of our lock directories
+ClaudeLocks = Literal["auto", "always", "never"]
+LockBackend = Literal["flock", "filelock"]
+
+_lock_timeout = DEFAULT_LOCK_TIMEOUT
+
+
+def set_default_lock_timeout(seconds: float) -> None:
+    """This process's lock timeout (the default 30 s covers a stale Claude Code lock)."""
+    global _lock_timeout
+    _lock_timeout = seconds
+
+
+def default_lock_timeout() -> float:
+    return _lock_timeout
+
+
+def lock_backend() -> LockBackend:
+    value = os.environ.get("AGENTTEAMS_LOCK", "flock")
+    if value not in ("flock", "filelock"):
+        raise StorageError(f"AGENTTEAMS_LOCK={value!r}; use flock or filelock")
+    return value  # type: ignore[return-value]
+
+
+def own_lock_path(path: Path) -> Path:
+    """Our flock for ``path``: ``X.lock`` beside ``X.json``; a ``.lock`` file is its own."""
+    if path.name == ".lock":
+        return path
+    return path.with_name((path.stem if path.suffix == ".json" else path.name) + ".lock")
+
+
+def claude_lock_path(path: Path) -> Path:
+    """proper-lockfile's lock directory for ``path``, as Claude Code names it."""
+    return path.with_name(path.name + ".lock")
+
+
+# ---------------------------------------------------------------- Claude Code roots
+
+_CLAUDE_MARKERS = (
+    "projects",
+    "settings.json",
+    ".credentials.json",
+    "statsig",
+    "todos",
+    "shell-snapshots",
+    "session-env",
+    "history.jsonl",
+    "plugins",
+    "ide",
+)
+_root_cache: dict[Path, tuple[float, bool]] = {}
+_RECHECK_SECONDS = 5.0
+
+
+def claude_locks_setting() -> ClaudeLocks:
+    value = os.environ.get("AGENTTEAMS_CLAUDE_LOCKS", "auto")
+    if value not in ("auto", "always", "never"):
+        raise StorageError(f"AGENTTEAMS_CLAUDE_LOCKS={value!r}; use auto, always or never")
+    return value  # type: ignore[return-value]
+
+
+def is_claude_root(root: Path) -> bool:
+    """True if Claude Code may write under ``root``: it is ``~/.claude`` or
+    ``$CLAUDE_CONFIG_DIR`` (symlinks resolved), or it already holds Claude Code's own files.
+    ``AGENTTEAMS_CLAUDE_LOCKS=always|never`` forces the answer."""
+    setting = claude_locks_setting()
+    if setting != "auto":
+        return setting == "always"
+    now = time.monotonic()
+    cached = _root_cache.get(root)
+    if cached is not None and now - cached[0] < _RECHECK_SECONDS:
+        return cached[1]
+    answer = _looks_like_claude_root(root)
+    _root_cache[root] = (now, answer)
+    return answer
+
+
+def _looks_like_claude_root(root: Path) -> bool:
+    try:
+        resolved = root.resolve()
+    except OSError:
+        return False
+    known = [Path.home() / ".claude"]
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        known.append(Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser())
+    for candidate in known:
+        with contextlib.suppress(OSError):
+            if candidate.resolve() == resolved:
+                return True
+    return any((resolved / marker).exists() for marker in _CLAUDE_MARKERS)
+
+
+# ---------------------------------------------------------------- flock
+
+
+def _open_lock_file(path: Path) -> int:
+    with os_errors(f"cannot open lock {path}"):
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+
+
+def _flock(fd: int, path: Path, deadline: float | None) -> None:
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    delay = 0.0002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"timed out waiting for lock {path}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, deadline: float | None, timeout: float | None) -> Iterator[None]:
+    if lock_backend() == "filelock":
+        import filelock
+
+        remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        lock = filelock.UnixFileLock(str(path), timeout=remaining, mode=FILE_MODE)
+        with filelock_errors(path, timeout):
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+        return
+    fd = _open_lock_file(path)
+    try:
+        _flock(fd, path, deadline)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+# ---------------------------------------------------------------- Claude Code's mkdir lock
+
+
+class _Refresher:
+    """Keeps the mtime of long-held lock directories fresh, as proper-lockfile does, so
+    Claude Code never judges a lock we hold to be stale."""
+
+    def __init__(self) -> None:
+        self.held: dict[Path, float] = {}
+        self.guard = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def add(self, path: Path) -> None:
+        with self.guard:
+            self.held[path] = time.monotonic()
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="lock-refresh", daemon=True)
+                self.thread.start()
+
+    def remove(self, path: Path) -> None:
+        with self.guard:
+            self.held.pop(path, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with self.guard:
+                due = [p for p, t in self.held.items() if now - t >= REFRESH_SECONDS]
+                for path in due:
+                    self.held[path] = now
+            for path in due:
+                with contextlib.suppress(OSError):
+                    _stamp(path)
+
+
+_refresher = _Refresher()
+
+
+def _forget_after_fork() -> None:
+    # A forked child holds none of its parent's locks, and has no refresher thread.
+    global _refresher
+    _refresher = _Refresher()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def _stamp(path: Path) -> None:
+    """Set the directory's mtime to now, with our signature in its sub-millisecond part."""
+    ns = (time.time_ns() // 1_000_000) * 1_000_000 + _SIGNATURE_NS
+    os.utime(path, ns=(ns, ns))
+
+
+class _DirLock:
+    """One proper-lockfile lock directory held by this process."""
+
+    def __init__(self, path: Path, deadline: float | None) -> None:
+        self.path = path
+        self.fd = -1
+        delay = 0.005  # 2.1.330 retries inbox locks 5-100 ms apart
+        while True:
+            try:
+                os.mkdir(path, 0o755)
+            except FileExistsError:
+                if self._clear_if_dead():
+                    continue
+            except OSError as exc:
+                raise StorageError(f"cannot take Claude Code's lock {path}: {exc.strerror}") from exc
+            else:
+                self._own()
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise LockTimeout(
+                    f"timed out waiting for Claude Code's lock {path} (held by another program)"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def _own(self) -> None:
+        # A flock on the directory says "an agentteams process holds this, alive".
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        _stamp(self.path)
+        _refresher.add(self.path)
+
+    def _clear_if_dead(self) -> bool:
+        """True if the existing lock was removed (stale, or left by a dead writer of ours)."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            # An older agentteams left its flock file here; Claude Code can never clear it.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            return True
+        if not stat.S_ISDIR(info.st_mode):
+            raise StorageError(
+                f"{self.path} is not a lock directory; Claude Code cannot lock the file beside it until it is removed"
+            )
+        stale = info.st_mtime < time.time() - STALE_SECONDS
+        if not stale and info.st_mtime_ns % 1_000_000 == _SIGNATURE_NS:
+            stale = self._holder_gone()
+        if not stale:
+            return False
+        try:
+            os.rmdir(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise StorageError(f"cannot clear stale lock {self.path}: {exc.strerror}") from exc
+            return False
+        return True
+
+    def _holder_gone(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True  # signed by us, and no process of ours holds it: its writer died
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        _refresher.remove(self.path)
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(self.path)
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+# ---------------------------------------------------------------- the seam
+
+
+class Guard:
+    """The locks held for one mutation. :meth:`also` takes Claude Code's lock of another
+    file while they are held (its per-task lock, in a Claude Code root)."""
+
+    def __init__(self, root_is_claude: bool, deadline: float | None) -> None:
+        self.claude = root_is_claude
+        self.deadline = deadline
+        self.dirs: list[_DirLock] = []
+        self.covered: set[Path] = set()
+
+    def also(self, path: Path) -> None:
+        if not self.claude:
+            return
+        lock_dir = claude_lock_path(path)
+        if lock_dir in self.covered:
+            return
+        self.dirs.append(_DirLock(lock_dir, self.deadline))
+        self.covered.add(lock_dir)
+
+    def release(self) -> None:
+        while self.dirs:
+            self.dirs.pop().release()
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, root: Path, timeout: float | None = -1.0) -> Iterator[Guard]:
+    """Hold every lock a mutation of ``path`` needs, in the fixed order: our flock, peers'
+    flocks, Claude Code's lock. ``timeout`` -1 means this process's default; None waits."""
+    if timeout is not None and timeout < 0:
+        timeout = _lock_timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_flocked(own_lock_path(path), deadline, timeout))
+        peer = path.parent / ".lock"
+        if path.parent.name == "inboxes" and peer.exists():
+            stack.enter_context(_flocked(peer, deadline, timeout))  # claude-code-teams-mcp
+        guard = Guard(is_claude_root(root), deadline)
+        stack.callback(guard.release)
+        guard.also(path)
+        yield guard
