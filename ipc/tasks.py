@@ -29,12 +29,13 @@ from msgspec import UNSET, Struct
 from ipc.boundary import decode_errors
 from ipc.clock import now_iso
 from ipc.config import FileKey, file_key
-from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
+from ipc.errors import CorruptFile, InvalidInput, NotFound
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
 from ipc.storage import atomic_write, ensure_dir, read_bytes
+from ipc.task_graph import TaskGraph
 
 log = logging.getLogger("agentteams.tasks")
 
@@ -206,6 +207,9 @@ class TaskList:
         with locked(self.paths.tasks_lock, root=self.paths.root) as guard:
             yield guard
 
+    def _graph(self) -> TaskGraph:
+        return TaskGraph(self.team, self._get_or_none)
+
     def _write(self, guard: Guard, task: Task) -> None:
         path = self.paths.task(task.id)
         guard.also(path)  # Claude Code's per-task lock, in a Claude Code root
@@ -244,32 +248,34 @@ class TaskList:
         with self._locked() as guard:
             first = int(self._next_id())
             ids = [str(first + i) for i in range(len(specs))]
-            graph: dict[str, Task] = {}
+            graph = self._graph()
             for task_id, (subject, description, active_form, metadata, _) in zip(ids, specs, strict=True):
-                graph[task_id] = Task(
-                    id=task_id,
-                    subject=subject,
-                    description=description,
-                    active_form=UNSET if active_form is None else active_form,
-                    status="pending",
-                    blocks=[],
-                    blocked_by=[],
-                    metadata=UNSET if metadata is None else metadata,
+                graph.put(
+                    Task(
+                        id=task_id,
+                        subject=subject,
+                        description=description,
+                        active_form=UNSET if active_form is None else active_form,
+                        status="pending",
+                        blocks=[],
+                        blocked_by=[],
+                        metadata=UNSET if metadata is None else metadata,
+                    )
                 )
-            changed: dict[str, Task] = {}
             for task_id, (*_, deps) in zip(ids, specs, strict=True):
                 for dep in deps:
-                    blocker = ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep)
-                    self._link(graph, blocker=blocker, blocked=task_id, changed=changed)
+                    graph.link(
+                        blocker=ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep), blocked=task_id
+                    )
             # Task files first, then the mark: a crash between leaves files whose ids the
             # next create sees in the directory, so no id is ever issued twice.
             for task_id in ids:
-                self._write(guard, graph[task_id])
-            for task_id, task in changed.items():
+                self._write(guard, graph.nodes[task_id])
+            for task_id, task in graph.changed.items():
                 if task_id not in ids:
                     self._write(guard, task)
             atomic_write(self.paths.highwatermark, ids[-1].encode())
-            created = [graph[i] for i in ids]
+            created = [graph.nodes[i] for i in ids]
         self._ready([t.id for t in created if not t.blocked_by])
         return created
 
@@ -337,15 +343,15 @@ class TaskList:
         if new_owner:
             self._require_member(new_owner)  # an assignment must reach a real inbox
         with self._locked() as guard:
-            graph: dict[str, Task] = {task_id: self._require(task_id)}
-            task = graph[task_id]
+            graph = self._graph()
+            task = self._read(task_id)
+            graph.nodes[task_id] = task
             previous_owner = task.owner_name
-            changed: dict[str, Task] = {}
             for blocked in add_blocks or []:
-                self._link(graph, blocker=task_id, blocked=str(blocked), changed=changed)
+                graph.link(blocker=task_id, blocked=str(blocked))
             for blocker in add_blocked_by or []:
-                self._link(graph, blocker=str(blocker), blocked=task_id, changed=changed)
-            task = graph[task_id]
+                graph.link(blocker=str(blocker), blocked=task_id)
+            task = graph.nodes[task_id]
             fields: dict[str, Any] = {}
             if subject is not None:
                 fields["subject"] = subject
@@ -364,23 +370,19 @@ class TaskList:
                 fields["status"] = status
             if metadata is not None or (status == "pending" and "lastError" in task.meta):
                 fields["metadata"] = {k: v for k, v in meta.items() if v is not None} or UNSET
-            task = msgspec.structs.replace(task, **fields)
-            graph[task_id] = changed[task_id] = task
+            graph.put(msgspec.structs.replace(task, **fields))
             unblocked: builtins.list[str] = []
             if status == "completed":
-                unblocked = self._complete(graph, task_id, changed)
-            elif status == "pending" and not task.owner_name and self.is_claimable(task):
+                unblocked = [t.id for t in graph.detach(task_id) if self.is_claimable(t)]
+            elif status == "pending" and self.is_claimable(graph.nodes[task_id]):
                 unblocked = [task_id]  # released or retried: free to claim again
-            for item in changed.values():
+            for item in graph.changed.values():
                 self._write(guard, item)
-            result = graph[task_id]
+            result = graph.nodes[task_id]
         if new_owner and new_owner != previous_owner and new_owner != by:
             self._send_assignment(result, assigned_by=by)
         self._ready(unblocked)
         return Change(result, unblocked)
-
-    def _require(self, task_id: str) -> Task:
-        return self._read(task_id)
 
     def _require_member(self, name: str) -> None:
         from ipc.config import TeamConfigStore
@@ -388,69 +390,6 @@ class TaskList:
         store = TeamConfigStore(self.paths.root, self.team)
         if store.exists():
             store.require_member(name)
-
-    def _link(self, graph: dict[str, Task], *, blocker: str, blocked: str, changed: dict[str, Task]) -> None:
-        for tid in (blocker, blocked):
-            if tid not in graph:
-                try:
-                    graph[tid] = self._read(tid)
-                except (NotFound, InvalidInput):
-                    raise NotFound(
-                        f"task #{tid} does not exist in team {self.team!r}; cannot add the dependency"
-                    ) from None
-        if blocker == blocked:
-            raise Conflict(f"task #{blocker} cannot block itself")
-        if graph[blocker].status == "completed":
-            return  # a completed blocker is already satisfied: nothing to wait for
-        if self._reaches(graph, start=blocked, goal=blocker):
-            raise Conflict(
-                f"task #{blocked} blocked by #{blocker} would make a dependency cycle "
-                f"(#{blocked} already leads to #{blocker})"
-            )
-        a, b = graph[blocker], graph[blocked]
-        if blocked not in a.blocks:
-            graph[blocker] = changed[blocker] = msgspec.structs.replace(a, blocks=[*a.blocks, blocked])
-        if blocker not in b.blocked_by:
-            graph[blocked] = changed[blocked] = msgspec.structs.replace(
-                b, blocked_by=[*b.blocked_by, blocker]
-            )
-
-    def _reaches(self, graph: dict[str, Task], *, start: str, goal: str) -> bool:
-        """True if ``goal`` is reachable from ``start`` by following ``blocks`` edges
-        (reading only the tasks on the way)."""
-        seen, stack = set(), [start]
-        while stack:
-            current = stack.pop()
-            if current == goal:
-                return True
-            if current in seen:
-                continue
-            seen.add(current)
-            node = graph.get(current) or self._get_or_none(current)
-            if node is not None:
-                graph.setdefault(current, node)
-                stack.extend(node.blocks)
-        return False
-
-    def _complete(self, graph: dict[str, Task], task_id: str, changed: dict[str, Task]) -> builtins.list[str]:
-        """Remove every edge of a completed task, from both sides (its dependents' blockedBy
-        above all); returns the dependents now claimable. Reads only its neighbours."""
-        me = graph[task_id]
-        unblocked = []
-        for other_id in dict.fromkeys([*me.blocks, *me.blocked_by]):
-            other = graph.get(other_id) or self._get_or_none(other_id)
-            if other is None or task_id not in (*other.blocks, *other.blocked_by):
-                continue
-            other = msgspec.structs.replace(
-                other,
-                blocks=[x for x in other.blocks if x != task_id],
-                blocked_by=[x for x in other.blocked_by if x != task_id],
-            )
-            graph[other_id] = changed[other_id] = other
-            if other_id in me.blocks and self.is_claimable(other):
-                unblocked.append(other_id)
-        graph[task_id] = changed[task_id] = msgspec.structs.replace(me, blocks=[], blocked_by=[])
-        return unblocked
 
     def _send_assignment(self, task: Task, *, assigned_by: str) -> None:
         from ipc.mailbox import Mailbox
@@ -472,23 +411,13 @@ class TaskList:
         Returns the tasks its removal made claimable."""
         task_id = str(task_id)
         with self._locked() as guard:
-            task = self._require(task_id)
-            changed: dict[str, Task] = {}
-            unblocked = []
-            for other_id in dict.fromkeys([*task.blocks, *task.blocked_by]):
-                other = self._get_or_none(other_id)
-                if other is None:
-                    continue
-                other = msgspec.structs.replace(
-                    other,
-                    blocks=[x for x in other.blocks if x != task_id],
-                    blocked_by=[x for x in other.blocked_by if x != task_id],
-                )
-                changed[other_id] = other
-            for other in changed.values():
-                self._write(guard, other)
-                if task_id in task.blocks and self.is_claimable(other):
-                    unblocked.append(other.id)
+            graph = self._graph()
+            graph.nodes[task_id] = self._read(task_id)
+            dependents = graph.detach(task_id)
+            for other in graph.changed.values():
+                if other.id != task_id:
+                    self._write(guard, other)
+            unblocked = [t.id for t in dependents if self.is_claimable(t)]
             # A create killed between its task file and the mark leaves the mark behind; once
             # the file is gone only the mark remembers the id, so raise it first.
             if self._highwatermark() < int(task_id):

@@ -158,3 +158,22 @@ def test_a_lagging_mark_never_lets_a_deleted_id_come_back(root: Path, team: str)
     (root / "tasks" / team / ".highwatermark").write_text("1")  # as if killed before the mark
     tl.delete("2")
     assert tl.create("three").id == "3"
+
+
+def test_on_ready_is_told_what_each_change_made_claimable(root: Path, team: str) -> None:
+    told: list[list[str]] = []
+    tl = TaskList(root, team, on_ready=told.append)
+    a, b, c = tl.create_many([("a", "", None, None, []), ("b", "", None, None, ["@1"]), ("c", "", None, None, ["@1"])])
+    assert told == [[a.id]] and b.blocked_by == [a.id]  # the graph is whole before anyone is told
+    tl.update(a.id, status="completed")
+    assert told[-1] == [b.id, c.id]
+    d = tl.create("d", blocked_by=[b.id])
+    assert told[-1] == [b.id, c.id] and d.blocked_by == [b.id]  # d is blocked: nobody to wake
+    tl.delete(b.id)
+    assert told[-1] == [d.id]  # its blocker is gone
+    tl.claim(c.id, "alice")
+    tl.release_owner("alice", error="turn failed: API error")
+    failed = tl.get(c.id)
+    assert failed.failed and tl.find_claimable() == tl.get(d.id)  # a failed task is not taken again
+    tl.update(c.id, status="pending")  # a retry clears the failure
+    assert not tl.get(c.id).failed and told[-1] == [c.id]
