@@ -199,6 +199,17 @@ def repair(data: bytes) -> bytes | None:
     return b"[]\n" if start.startswith(b"[") else None
 
 
+def only_tail_cut(data: bytes, repaired: bytes) -> bool:
+    """True if ``repaired`` differs from ``data`` only by a half-written last element (or a
+    half-flipped flag): nothing acknowledged was dropped."""
+    if len(repaired) == len(data) and _TORN_FLAG.sub(b"", repaired) == _TORN_FLAG.sub(b"", data):
+        return True
+    kept = repaired.rstrip()[:-1].rstrip()  # without the closing bracket
+    if not data.startswith(kept):
+        return False
+    return data[len(kept) :].count(ELEMENT_START) <= 1
+
+
 def _decodes(data: bytes) -> bool:
     try:
         _raw_list.decode(data)

@@ -182,14 +182,20 @@ class Mailbox:
         except NotAnInbox:
             pass
         repaired = inbox_file.repair(data)
-        copy = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
-        if repaired is None or len(repaired) + 4 < len(data.rstrip()):
-            atomic_write(copy, data)  # more than a torn last element: keep the bytes
-            log.error(
-                "%s was damaged; recovered what parses, the original is kept as %s", self.path, copy.name
-            )
-        else:
-            log.warning("%s had a torn last write (a writer was killed); repaired", self.path)
+        if repaired is None or len(repaired) != len(data):
+            # Bytes are dropped (at best a half-written last element): keep them for a person.
+            copy = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
+            atomic_write(copy, data)
+            if repaired is not None and inbox_file.only_tail_cut(data, repaired):
+                log.warning(
+                    "%s: a torn last write (a writer was killed) was cut; the original is kept as %s",
+                    self.path,
+                    copy.name,
+                )
+            else:
+                log.error(
+                    "%s was damaged; recovered what parses, the original is kept as %s", self.path, copy.name
+                )
         atomic_write(self.path, repaired or b"[]\n")
         return inbox_file.parse(repaired or b"[]\n")
 

@@ -97,9 +97,10 @@ class InboxMessage(Struct, kw_only=True):
     read: bool = False
     summary: str | UnsetType = UNSET
     color: str | UnsetType = UNSET
-    msg_id: str | UnsetType = UNSET
-    msg_v: int | UnsetType = field(name="msgV", default=UNSET)
-    type: str | UnsetType = UNSET
+    # Other writers' fields, passed through whatever their type: never a reason to skip.
+    msg_id: Any = UNSET
+    msg_v: Any = field(name="msgV", default=UNSET)
+    type: Any = UNSET
 
     @property
     def summary_text(self) -> str:

@@ -14,13 +14,11 @@ it. Fields other writers keep in a task file survive every rewrite.
 from __future__ import annotations
 
 import builtins
-import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
@@ -37,8 +35,6 @@ from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
 from ipc.storage import atomic_write, ensure_dir, read_bytes
 from ipc.task_graph import TaskGraph
 
-log = logging.getLogger("agentteams.tasks")
-
 ClaimReason = Literal[
     "task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy", "failed"
 ]
@@ -46,7 +42,6 @@ STATUSES = ("pending", "in_progress", "completed", "deleted")
 MAX_DESCRIPTION_BYTES = 1024 * 1024  # the same limit as a message
 _decoder = msgspec.json.Decoder(Task)
 _TASK_FILE = re.compile(r"^([0-9]{1,12})\.json$")
-_reported: set[tuple[str, FileKey]] = set()
 
 
 class ClaimResult(Struct, kw_only=True):
@@ -140,8 +135,8 @@ class TaskList:
         return sorted(ids, key=int)
 
     def list(self, *, include_internal: bool = True) -> builtins.list[Task]:
-        """Every valid task by numeric id; invalid files are reported in ``problems`` (and
-        logged once), skipped, kept. ``include_internal=False`` hides Claude Code's
+        """Every valid task by numeric id; invalid files are reported in ``problems`` (for the
+        caller to show), skipped, kept. ``include_internal=False`` hides Claude Code's
         ``_internal`` teammate tasks, as its TaskList does."""
         self.problems = []
         found: builtins.list[Task] = []
@@ -151,11 +146,7 @@ class TaskList:
             except NotFound:
                 continue  # deleted between listdir and read
             except CorruptFile as exc:
-                self.problems.append(exc.message)
-                key = (str(exc.path), file_key(Path(str(exc.path))) or (0, 0, 0))
-                if key not in _reported:
-                    _reported.add(key)
-                    log.warning("%s; skipped (file kept)", exc.message)
+                self.problems.append(f"{exc.message}; skipped (the file is kept)")
                 continue
             if include_internal or not task.internal:
                 found.append(task)
@@ -364,8 +355,8 @@ class TaskList:
             meta = dict(task.meta)
             if metadata is not None:
                 meta.update(metadata)
-            if status == "pending":
-                meta.pop("lastError", None)
+            if status == "pending" and "lastError" not in (metadata or {}):
+                meta.pop("lastError", None)  # a retry; unless this release records a failure
             if status is not None:
                 fields["status"] = status
             if metadata is not None or (status == "pending" and "lastError" in task.meta):

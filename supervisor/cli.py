@@ -8,6 +8,7 @@ The commands themselves are in :mod:`supervisor.commands`.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -224,6 +225,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The library's warnings (a skipped inbox entry, a repaired file) in our one-line form.
+    logging.basicConfig(level=logging.WARNING, format="agentteams: warning: %(message)s")
     args = build_parser().parse_args(argv)
     from supervisor import commands
 

@@ -30,7 +30,7 @@ from ipc import control, link, locks
 from ipc.agents import resolve as resolve_agent_type
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
-from ipc.launch import POLL_INTERVAL, LaunchSpec, SupervisorOptions, TeammateOptions, TeamStatus
+from ipc.launch import POLL_INTERVAL, LaunchSpec, SupervisorOptions, TeammateOptions, TeamStatus, uses_api
 from ipc.mailbox import Cursor, Mailbox
 from ipc.messaging import Messenger
 from ipc.osproc import pidfd_open, set_child_subreaper, set_process_name
@@ -302,6 +302,13 @@ class Supervisor:
         if not os.path.isdir(cwd):
             raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
         resolve_agent_type(options.agent_type, Path(cwd))
+        if uses_api(options.model) and not (
+            os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        ):
+            raise InvalidInput(
+                f"model {options.model!r} needs ANTHROPIC_API_KEY in the team's environment "
+                f"(set it, then 'agentteams down {self.team}' and 'agentteams up {self.team}')"
+            )
         member = self.config.add_member(
             options.name,
             agent_type=options.agent_type,

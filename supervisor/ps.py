@@ -18,7 +18,7 @@ from ipc.errors import AgentTeamsError, NotFound
 from ipc.launch import TeamStatus
 from ipc.mailbox import Mailbox
 from ipc.osproc import command_line_args
-from ipc.paths import TeamPaths
+from ipc.paths import TeamPaths, resolve_root
 from ipc.schemas import Task, TeamConfig
 from ipc.tasks import TaskList
 from supervisor import launcher
@@ -66,6 +66,7 @@ class TeamTree(msgspec.Struct, kw_only=True):
     lead: ProcInfo | None = None
     wake: str = ""
     teammates: list[MateTree] = []
+    failed_tasks: list[TaskRef] = []  # open tasks whose last attempt failed
 
 
 class ClaudeProcess(msgspec.Struct, kw_only=True):
@@ -166,6 +167,8 @@ def descendants(pid: int) -> list[ProcInfo]:
 def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
     """One team's processes with state, resources, unread messages and current task."""
     tree = TeamTree(team=team.name, root=str(team.root))
+    tasks = _tasks_or_empty(team.tasks)
+    tree.failed_tasks = [TaskRef(id=t.id, subject=t.subject) for t in tasks if t.failed]
     pid = team.supervisor_pid()
     if pid is None or pid < 0:
         return tree
@@ -178,13 +181,10 @@ def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
         tree.forkserver = describe(status.forkserver)
     if status.lead_pid:
         tree.lead = describe(status.lead_pid)
-    owned = {
-        t.owner_name: t for t in _tasks_or_empty(team.tasks) if t.status == "in_progress" and t.owner_name
-    }
+    owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
+    by_id = {t.id: t for t in tasks}
     for mate in status.teammates:
-        task = owned.get(mate.name)
-        if task is None and mate.task:
-            task = next((t for t in _tasks_or_empty(team.tasks) if t.id == mate.task), None)
+        task = by_id.get(mate.task) if mate.task else owned.get(mate.name)
         entry = MateTree(
             name=mate.name,
             state=mate.state,
@@ -220,7 +220,13 @@ def snapshot(root: str | None, team_name: str | None = None) -> Snapshot:
     """Every team under ``root`` (or one), with Claude Code's own under a Claude Code root.
     A team whose config does not parse still shows its processes, and a problem line."""
     configs, problems = scan_teams(root)
-    names = [c.name for c in configs]
+    teams_dir = resolve_root(root) / "teams"
+    # Every team with a config file, also one that does not parse: its processes still show.
+    names = (
+        sorted(p.name for p in teams_dir.iterdir() if (p / "config.json").exists())
+        if teams_dir.is_dir()
+        else []
+    )
     if team_name is not None:
         paths = TeamPaths(root, team_name)
         if paths.team not in names and launcher.supervisor_pid(paths) is None and not paths.config.exists():
@@ -252,8 +258,15 @@ def _status(team: Team) -> TeamStatus | None:
 
 
 def _pids(status: TeamStatus) -> list[int]:
+    """The supervisor, its teammates and everything below them."""
     pids = [status.supervisor, *(t.pid for t in status.teammates if t.pid)]
-    return [p for p in pids if p]
+    below = []
+    for pid in pids[1:]:
+        try:
+            below += [k.pid for k in psutil.Process(pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return [p for p in [*pids, *below] if p]
 
 
 # ---------------------------------------------------------------- Claude Code's teams
@@ -329,8 +342,9 @@ def _mib(value: int | None) -> int:
 
 def print_tree(tree: TeamTree) -> None:
     sup = tree.supervisor
+    failed = "".join(f"\n  failed task #{t.id} {t.subject}" for t in tree.failed_tasks)
     if sup is None:
-        print(f"{tree.team}: not up")
+        print(f"{tree.team}: not up{failed}")
         return
     print(
         f"{tree.team}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
@@ -351,7 +365,10 @@ def print_tree(tree: TeamTree) -> None:
             f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
         )
         for child in mate.children:
-            print(f"│   {'    ' * (child.depth - 1)}└─ {child.pid:>7}  {child.cmdline[:80]}")
+            indent = "    " * (child.depth - 1)
+            print(f"│   {indent}└─ {child.pid:>7}  cpu {child.cpu_percent:>3.0f}%  {child.cmdline[:80]}")
+    if failed:
+        print(failed.lstrip("\n"))
 
 
 def print_snapshot(snap: Snapshot) -> None:

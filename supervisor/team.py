@@ -119,9 +119,22 @@ class Team:
 
     # ------------------------------------------------------------ control
 
+    def _connect(self) -> control.ControlClient:
+        """A client of the running supervisor; one that is still starting gets a moment."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                return control.ControlClient(self.paths.runtime_dir())
+            except NotRunning:
+                if launcher.supervisor_pid(self.paths) is None or time.monotonic() > deadline:
+                    raise NotRunning(
+                        f"team {self.name!r} is not up; start it with 'agentteams up {self.name}'"
+                    ) from None
+                time.sleep(0.01)
+
     def _call(self, request: Any, timeout: float = 30.0) -> Any:
         if self._client is None:
-            self._client = control.ControlClient(self.paths.runtime_dir())
+            self._client = self._connect()
         try:
             return self._client.call(request, timeout=timeout)
         except Timeout:

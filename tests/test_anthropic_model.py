@@ -154,4 +154,4 @@ def test_a_persistent_500_ends_the_turn_with_a_failed_idle_notification(
             assert notes[0].idle_reason == "failed"
             assert isinstance(notes[0].failure_reason, str) and "500" in notes[0].failure_reason
             assert len(api.requests) == 3  # the first try and two retries
-            assert team.status().teammates[0].state == "idle"  # failed turn, live teammate
+            wait_for(lambda: team.status().teammates[0].state == "idle")  # failed turn, live teammate

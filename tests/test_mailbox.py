@@ -153,3 +153,13 @@ def test_failed_write_leaves_previous_state(root: Path, team: str) -> None:
         storage.set_write_hook(None)
     assert mb.path.read_bytes() == before
     assert not list(mb.path.parent.glob(".*.tmp"))
+
+
+def test_a_claude_code_root_is_known_by_its_content_through_a_symlink(tmp_path: Path) -> None:
+    from ipc import locks
+
+    real = tmp_path / "cc-home"
+    (real / "projects").mkdir(parents=True)
+    link = tmp_path / "innocent-name"
+    link.symlink_to(real)
+    assert locks.is_claude_root(link) and not locks.is_claude_root(tmp_path / "plain")

@@ -114,7 +114,7 @@ def test_a_permission_denied_by_a_person_leaves_the_tool_unrun_and_the_model_tol
         )
         assert "Permission denied by the lead: not there, please" in report[0].text
         assert not target.exists()
-        assert team.tasks.get(task.id).status == "in_progress"
+        assert team.tasks.get(task.id).failed  # given back with the reason, not left in progress
         transcript = (root / "teams" / "t" / "transcripts" / "dev.jsonl").read_text()
         assert "Permission denied by the lead" in transcript
 
@@ -190,10 +190,13 @@ def test_task_completed_hook_exit_2_keeps_the_task_open_and_tells_the_model(root
         task = team.tasks.create("Build it", metadata={"command": "true"})
         team.wake("*")
         report = wait_for(
-            lambda: [m for m in team.inbox("team-lead").history() if "kept open" in (m.summary or "")]
+            lambda: [
+                m for m in team.inbox("team-lead").history() if m.summary_text == f"Task #{task.id} failed"
+            ]
         )
-        assert "tests are missing" in report[0].text
-        assert team.tasks.get(task.id).status == "in_progress"
+        assert "not completed" in report[0].text and "tests are missing" in report[0].text
+        kept = team.tasks.get(task.id)  # not completed; given back with the reason, not left in progress
+        assert kept.status == "pending" and kept.failed and "tests are missing" in str(kept.meta["lastError"])
         hook_input = json.loads((root / "task-hook-input.json").read_text())
         assert hook_input["hook_event_name"] == "TaskCompleted" and hook_input["task_id"] == task.id
         assert "tests are missing" in (root / "teams" / "t" / "transcripts" / "dev.jsonl").read_text()

@@ -163,7 +163,9 @@ def test_a_lagging_mark_never_lets_a_deleted_id_come_back(root: Path, team: str)
 def test_on_ready_is_told_what_each_change_made_claimable(root: Path, team: str) -> None:
     told: list[list[str]] = []
     tl = TaskList(root, team, on_ready=told.append)
-    a, b, c = tl.create_many([("a", "", None, None, []), ("b", "", None, None, ["@1"]), ("c", "", None, None, ["@1"])])
+    a, b, c = tl.create_many(
+        [("a", "", None, None, []), ("b", "", None, None, ["@1"]), ("c", "", None, None, ["@1"])]
+    )
     assert told == [[a.id]] and b.blocked_by == [a.id]  # the graph is whole before anyone is told
     tl.update(a.id, status="completed")
     assert told[-1] == [b.id, c.id]

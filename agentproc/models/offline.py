@@ -9,6 +9,7 @@ shutdown requests are approved.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agentproc.models.base import Turn, TurnOutcome
 from agentproc.tools import ToolBox
@@ -51,6 +52,28 @@ class OfflineModel:
             )
         return TurnOutcome()
 
+    @staticmethod
+    def _give_back(tools: ToolBox, task: dict[str, Any], error: str, status: str) -> None:
+        """Release the task, its failure recorded, and tell the lead: it is shown as failed
+        and waits for a retry (``status: pending``), never left owned and in progress."""
+        task_id = str(task["id"])
+        error = error.removeprefix("Error: ")
+        tools.call(
+            "TaskUpdate",
+            {"taskId": task_id, "status": "pending", "owner": "", "metadata": {"lastError": error[-2000:]}},
+        )
+        tools.call(
+            "SendMessage",
+            {
+                "type": "message",
+                "recipient": LEAD_NAME,
+                "content": f"Task #{task_id} ({task['subject']}) failed:\n{error[-2000:]}",
+                "summary": f"Task #{task_id} failed",
+            },
+        )
+        tools.ctx.completed = (task_id, status)
+        tools.ctx.current_task = ""
+
     def _do_task(self, task_id: str, tools: ToolBox) -> TurnOutcome:
         got = tools.call("TaskGet", {"taskId": task_id})
         if got.is_error:
@@ -74,33 +97,12 @@ class OfflineModel:
                 args["timeout"] = timeout
             result = tools.call("Bash", args)
             if result.is_error:
-                tools.call(
-                    "TaskUpdate", {"taskId": task_id, "metadata": {"lastError": result.content[-2000:]}}
-                )
-                tools.call(
-                    "SendMessage",
-                    {
-                        "type": "message",
-                        "recipient": LEAD_NAME,
-                        "content": f"Task #{task_id} ({task['subject']}) failed:\n{result.content[-2000:]}",
-                        "summary": f"Task #{task_id} failed",
-                    },
-                )
-                tools.ctx.completed = (task_id, "failed")
+                self._give_back(tools, task, result.content, "failed")
                 return TurnOutcome()
             output = result.content
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
-        if done.is_error:  # e.g. a TaskCompleted hook kept it open: say so, leave it open
-            tools.call(
-                "SendMessage",
-                {
-                    "type": "message",
-                    "recipient": LEAD_NAME,
-                    "content": f"Task #{task_id} ({task['subject']}) is not completed: {done.content}",
-                    "summary": f"Task #{task_id} kept open",
-                },
-            )
-            tools.ctx.completed = (task_id, "blocked")
+        if done.is_error:  # a TaskCompleted hook kept it open, or the update could not be written
+            self._give_back(tools, task, f"not completed: {done.content}", "blocked")
             return TurnOutcome()
         for follow_up in metadata.get("followUps") or []:
             if isinstance(follow_up, dict) and follow_up.get("subject"):
