@@ -136,6 +136,8 @@ class AgentLoop:
         hint, self.task_hint = self.task_hint, ""
         task = self.ctx.tasks.claim_next(self.spec.agent_name, hint=hint)
         if task is not None:
+            if trace.enabled():
+                trace.record(self.ctx.paths, f"task-{task.id}", self.spec.agent_name, taken=time.time_ns())
             self.ctx.current_task = task.id
             return Turn(kind="claim", text=claim_prompt(task), task_id=task.id)
         return None

@@ -32,7 +32,7 @@ def _appender(root: str, writer: int, count: int, start: Any, out: Any) -> None:
 
         return Timed()
 
-    mailbox_module.locked = timed_locked  # this child process only
+    mailbox_module.locked = timed_locked  # type: ignore[misc,assignment]  # this child process only
     mb = Mailbox(root, "bench", "sink")
     start.wait()
     t0 = time.perf_counter()

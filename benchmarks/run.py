@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import contention, exchange, growth, idle, latency, spawn
+from benchmarks import contention, exchange, growth, idle, latency, spawn, tasks
 from benchmarks.common import machine
 
 SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
@@ -24,6 +24,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "growth": growth.run,
     "spawn": spawn.run,
     "idle": idle.run,
+    "tasks": tasks.run,
 }
 DEFAULT_OUT = Path(__file__).parent / "results"
 
@@ -127,6 +128,36 @@ def tables(results: dict[str, Any]) -> list[Table]:
             t.add_row(r["method"], str(r["n"]), _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
         for r in results["spawn"]["uss"]:
             t.add_row(f"USS per teammate, {r['teammates']} idle", "", f"{r['uss_mib']:.1f} MiB", "", "", "")
+        out.append(t)
+    if "tasks" in results:
+        t = Table(title="task create → claimed by an idle teammate (ms)")
+        for col in ("via", "teammates", "n", "p50", "p90", "p99", "max", "lost"):
+            t.add_column(col, justify="right" if col != "via" else "left")
+        for r in results["tasks"]["rows"]:
+            t.add_row(
+                r["via"],
+                str(r["teammates"]),
+                str(r["n"]),
+                _ms(r["p50"]),
+                _ms(r["p90"]),
+                _ms(r["p99"]),
+                _ms(r["max"]),
+                str(r["lost"]),
+            )
+        out.append(t)
+        t = Table(title="a burst of tasks into idle teammates")
+        for col in ("teammates", "tasks", "completed", "seconds", "tasks/s", "wakes", "wakes/task"):
+            t.add_column(col, justify="right")
+        for r in results["tasks"]["bursts"]:
+            t.add_row(
+                str(r["teammates"]),
+                str(r["tasks"]),
+                str(r["completed"]),
+                f"{r['seconds']:.2f}",
+                f"{r['tasks_per_s']:.0f}",
+                str(r["wakes"]),
+                f"{r['wakes_per_task']:.2f}",
+            )
         out.append(t)
     if "idle" in results:
         t = Table(title="idle cost per teammate per minute")

@@ -1,30 +1,66 @@
 """The contract every agentteams process shares: schemas, paths, locked state on disk
 (mailboxes, task list, team config), and the ZeroMQ doorbell, link and control sockets.
 
-The public surface is what this module exports; the machinery is in its submodules.
+The public surface is what this module exports; the machinery is in its submodules, which
+are imported on first use (a command-line call that needs one of them does not pay for
+the rest).
 """
 
-from ipc.config import TeamConfigStore, list_teams
-from ipc.errors import (
-    AgentTeamsError,
-    Conflict,
-    CorruptFile,
-    InvalidInput,
-    LockTimeout,
-    NotFound,
-    NotRunning,
-    StorageError,
-    SupervisorError,
-    Timeout,
-    TransportError,
-    UnsafeRuntimeDir,
-)
-from ipc.launch import LaunchSpec, SupervisorOptions, TeammateOptions, TeammateStatus, TeamStatus
-from ipc.mailbox import Mailbox
-from ipc.messaging import Messenger
-from ipc.paths import TeamPaths, resolve_root
-from ipc.tasks import ClaimResult, TaskList, claim_prompt
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ipc.config import TeamConfigStore, list_teams
+    from ipc.errors import (
+        AgentTeamsError,
+        Conflict,
+        CorruptFile,
+        InvalidInput,
+        LockTimeout,
+        NotFound,
+        NotRunning,
+        StorageError,
+        SupervisorError,
+        Timeout,
+        TransportError,
+        UnsafeRuntimeDir,
+    )
+    from ipc.launch import LaunchSpec, SupervisorOptions, TeammateOptions, TeammateStatus, TeamStatus
+    from ipc.mailbox import Mailbox
+    from ipc.messaging import Messenger
+    from ipc.paths import TeamPaths, resolve_root
+    from ipc.tasks import ClaimResult, TaskList, claim_prompt
+
+_HOME = {
+    "TeamConfigStore": "ipc.config",
+    "list_teams": "ipc.config",
+    "AgentTeamsError": "ipc.errors",
+    "Conflict": "ipc.errors",
+    "CorruptFile": "ipc.errors",
+    "InvalidInput": "ipc.errors",
+    "LockTimeout": "ipc.errors",
+    "NotFound": "ipc.errors",
+    "NotRunning": "ipc.errors",
+    "StorageError": "ipc.errors",
+    "SupervisorError": "ipc.errors",
+    "Timeout": "ipc.errors",
+    "TransportError": "ipc.errors",
+    "UnsafeRuntimeDir": "ipc.errors",
+    "LaunchSpec": "ipc.launch",
+    "SupervisorOptions": "ipc.launch",
+    "TeammateOptions": "ipc.launch",
+    "TeammateStatus": "ipc.launch",
+    "TeamStatus": "ipc.launch",
+    "Mailbox": "ipc.mailbox",
+    "Messenger": "ipc.messaging",
+    "TeamPaths": "ipc.paths",
+    "resolve_root": "ipc.paths",
+    "ClaimResult": "ipc.tasks",
+    "TaskList": "ipc.tasks",
+    "claim_prompt": "ipc.tasks",
+}
 __all__ = [
     "AgentTeamsError",
     "ClaimResult",
@@ -53,3 +89,10 @@ __all__ = [
     "list_teams",
     "resolve_root",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ipc' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

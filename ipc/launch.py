@@ -250,6 +250,7 @@ class TeamStatus(msgspec.Struct, kw_only=True):
     started: float
     runtime: str
     lead_pid: int | None = None
+    task_wakes: int = 0  # wakes sent to idle teammates for ready tasks
     teammates: list[TeammateStatus] = []
 
     def teammate(self, name: str) -> TeammateStatus | None:

@@ -99,15 +99,13 @@ class _End:
     def receive(self) -> list[Frame]:
         """Every frame waiting now; malformed ones are dropped."""
         frames: list[Frame] = []
-        while True:
-            try:
-                data = self.socket.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return frames
+        while int(self.socket.get(zmq.EVENTS)) & zmq.POLLIN:
+            data = self.socket.recv(zmq.NOBLOCK)
             try:
                 frames.append(decode(data))
             except InvalidInput:
                 continue
+        return frames
 
 
 class SupervisorLink(_End):

@@ -25,13 +25,13 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from ipc.boundary import filelock_errors, os_errors
+from ipc.boundary import filelock_errors, reason
 from ipc.errors import LockTimeout, StorageError
 from ipc.paths import FILE_MODE
+from ipc.settings import env
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 STALE_SECONDS = 10.0  # proper-lockfile's default, as Claude Code uses it
@@ -54,7 +54,7 @@ def default_lock_timeout() -> float:
 
 
 def lock_backend() -> LockBackend:
-    value = os.environ.get("AGENTTEAMS_LOCK", "flock")
+    value = env("AGENTTEAMS_LOCK", "flock")
     if value not in ("flock", "filelock"):
         raise StorageError(f"AGENTTEAMS_LOCK={value!r}; use flock or filelock")
     return value  # type: ignore[return-value]
@@ -91,7 +91,7 @@ _RECHECK_SECONDS = 5.0
 
 
 def claude_locks_setting() -> ClaudeLocks:
-    value = os.environ.get("AGENTTEAMS_CLAUDE_LOCKS", "auto")
+    value = env("AGENTTEAMS_CLAUDE_LOCKS", "auto")
     if value not in ("auto", "always", "never"):
         raise StorageError(f"AGENTTEAMS_CLAUDE_LOCKS={value!r}; use auto, always or never")
     return value  # type: ignore[return-value]
@@ -132,8 +132,10 @@ def _looks_like_claude_root(root: Path) -> bool:
 
 
 def _open_lock_file(path: Path) -> int:
-    with os_errors(f"cannot open lock {path}"):
+    try:  # no context manager here: this is on every send's path
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        raise StorageError(f"cannot open lock {path}: {reason(exc)}") from exc
 
 
 def _flock(fd: int, path: Path, deadline: float | None) -> None:
@@ -150,28 +152,6 @@ def _flock(fd: int, path: Path, deadline: float | None) -> None:
                 raise LockTimeout(f"timed out waiting for lock {path}") from None
             time.sleep(delay)
             delay = min(delay * 2, 0.005)
-
-
-@contextlib.contextmanager
-def _flocked(path: Path, deadline: float | None, timeout: float | None) -> Iterator[None]:
-    if lock_backend() == "filelock":
-        import filelock
-
-        remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        lock = filelock.UnixFileLock(str(path), timeout=remaining, mode=FILE_MODE)
-        with filelock_errors(path, timeout):
-            lock.acquire()
-        try:
-            yield
-        finally:
-            lock.release()
-        return
-    fd = _open_lock_file(path)
-    try:
-        _flock(fd, path, deadline)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 # ---------------------------------------------------------------- Claude Code's mkdir lock
@@ -339,19 +319,85 @@ class Guard:
             self.dirs.pop().release()
 
 
-@contextlib.contextmanager
-def locked(path: Path, *, root: Path, timeout: float | None = -1.0) -> Iterator[Guard]:
-    """Hold every lock a mutation of ``path`` needs, in the fixed order: our flock, peers'
-    flocks, Claude Code's lock. ``timeout`` -1 means this process's default; None waits."""
-    if timeout is not None and timeout < 0:
-        timeout = _lock_timeout
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(_flocked(own_lock_path(path), deadline, timeout))
+class _Plan:
+    """Which lock files one target needs, worked out once per process."""
+
+    __slots__ = ("own", "peer")
+
+    def __init__(self, path: Path) -> None:
+        self.own = own_lock_path(path)
         peer = path.parent / ".lock"
-        if path.parent.name == "inboxes" and peer.exists():
-            stack.enter_context(_flocked(peer, deadline, timeout))  # claude-code-teams-mcp
-        guard = Guard(is_claude_root(root), deadline)
-        stack.callback(guard.release)
-        guard.also(path)
-        yield guard
+        self.peer = peer if path.parent.name == "inboxes" else None  # claude-code-teams-mcp
+
+
+_plans: dict[Path, _Plan] = {}
+
+
+def _exists(path: Path) -> bool:
+    try:
+        os.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+class locked:  # noqa: N801 - used like a function: ``with locked(path, root=root) as guard``
+    """Hold every lock a mutation of ``path`` needs, in the fixed order: our flock, peers'
+    flocks (where they exist), Claude Code's lock (in a Claude Code root). ``timeout`` -1
+    means this process's default; None waits for ever.
+
+    A class rather than a generator, and the lock paths worked out once per target: it is
+    on the hot path of every send and every hand-off."""
+
+    __slots__ = ("path", "root", "timeout", "fds", "guard", "filelocks")
+
+    def __init__(self, path: Path, *, root: Path, timeout: float | None = -1.0) -> None:
+        self.path = path
+        self.root = root
+        self.timeout = _lock_timeout if timeout is not None and timeout < 0 else timeout
+        self.fds: list[int] = []
+        self.filelocks: list[Any] = []
+        self.guard: Guard | None = None
+
+    def __enter__(self) -> Guard:
+        plan = _plans.get(self.path)
+        if plan is None:
+            plan = _plans[self.path] = _Plan(self.path)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        try:
+            self._flock(plan.own, deadline)
+            if plan.peer is not None and _exists(plan.peer):
+                self._flock(plan.peer, deadline)
+            self.guard = Guard(is_claude_root(self.root), deadline)
+            self.guard.also(self.path)
+        except BaseException:
+            self._release()
+            raise
+        return self.guard
+
+    def _flock(self, path: Path, deadline: float | None) -> None:
+        if lock_backend() == "filelock":
+            import filelock
+
+            remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            lock = filelock.UnixFileLock(str(path), timeout=remaining, mode=FILE_MODE)
+            with filelock_errors(path, self.timeout):
+                lock.acquire()
+            self.filelocks.append(lock)
+            return
+        fd = _open_lock_file(path)
+        self.fds.append(fd)
+        _flock(fd, path, deadline)
+
+    def _release(self) -> None:
+        if self.guard is not None:
+            self.guard.release()
+        for lock in reversed(self.filelocks):
+            lock.release()
+        for fd in reversed(self.fds):
+            os.close(fd)  # closing the descriptor releases the flock
+        self.fds.clear()
+        self.filelocks.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +29,12 @@ from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
 from ipc.errors import InvalidInput, NotFound, StorageError
 from ipc.inbox_file import NotAnInbox, Snapshot
+from ipc.locks import is_claude_root
 from ipc.locks import locked as locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
+from ipc.settings import env
 from ipc.storage import append_line, atomic_write, ensure_dir, read_bytes, read_jsonl, write_at
 
 log = logging.getLogger("agentteams.mailbox")
@@ -41,11 +42,22 @@ log = logging.getLogger("agentteams.mailbox")
 MAX_TEXT_BYTES = 1024 * 1024
 _message = msgspec.json.Decoder(InboxMessage)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
+_known_dirs: set[Path] = set()  # inbox directories seen to exist (the hot path skips the check)
 
 
 def archive_threshold() -> int:
     """Read messages kept in the inbox before older ones move to the archive."""
-    return int(os.environ.get("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "200"))
+    return int(env("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "200"))
+
+
+def new_msg_id() -> str:
+    """A random UUID (version 4) as text, as 2.1.330 writes ``msg_id``; cheaper than
+    :func:`uuid.uuid4` on the hot path."""
+    h = bytearray(os.urandom(16))
+    h[6] = (h[6] & 0x0F) | 0x40
+    h[8] = (h[8] & 0x3F) | 0x80
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
@@ -222,7 +234,9 @@ class Mailbox:
 
     def append_raw(self, entry: bytes) -> None:
         block = inbox_file.element(entry)
-        ensure_dir(self.path.parent)
+        if self.path.parent not in _known_dirs:
+            ensure_dir(self.path.parent)
+            _known_dirs.add(self.path.parent)
         with locked(self.path, root=self.paths.root):
             with os_errors(f"cannot open {self.path}"):
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -259,7 +273,7 @@ class Mailbox:
             read=False,
             summary=UNSET if summary is None else summary,
             color=UNSET if color is None else color,
-            msg_id=str(uuid.uuid4()),
+            msg_id=new_msg_id(),
         )
         if v2:
             message.msg_v, message.type = 1, "message"
@@ -277,10 +291,10 @@ class Mailbox:
 
         ``choose`` sees the unread (position, message) pairs and returns the index into that
         list of the one to take next, or None; up to ``limit`` are taken in one locked pass.
-        Returns them as stored (read). Looks without the lock first, so an inbox with nothing
-        unread costs no lock and no write.
+        Returns them as stored (read). In a Claude Code root it looks without the lock first,
+        so that an inbox with nothing unread never holds up Claude Code's own writers.
         """
-        if not self._snapshot().unread():
+        if is_claude_root(self.paths.root) and not self._snapshot().unread():
             return []
         taken: list[InboxMessage] = []
         with locked(self.path, root=self.paths.root):

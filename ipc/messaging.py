@@ -10,6 +10,7 @@ decodes the config only when it changes and connects to each recipient once.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -23,12 +24,13 @@ from ipc.schemas import LEAD_NAME, InboxMessage, ProtocolBody, ShutdownRequest, 
 from ipc.wake import Waker
 
 Root = str | os.PathLike[str] | None
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # already a valid name: nothing to normalise
 
 
 def clean_recipient(recipient: str) -> str:
     """``@name`` and ``name`` mean the same member."""
     name = recipient[1:] if recipient.startswith("@") else recipient
-    return normalise_agent_name(name)
+    return name if _PLAIN.fullmatch(name) else normalise_agent_name(name)
 
 
 class Messenger:
@@ -83,7 +85,7 @@ class Messenger:
             raise InvalidInput("a message needs a summary (a few words shown in previews)")
         name = clean_recipient(recipient)
         config = self.config()
-        target = self.store.require_member(name)
+        target = config.member(name) or self.store.require_member(name)  # the second raises, naming them
         if name == sender:
             raise InvalidInput(f"{sender} cannot send a message to itself; pick another member")
         self._deliver(sender, name, content, summary=summary, color=color, v2=config.writes_v2)

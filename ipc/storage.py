@@ -22,6 +22,7 @@ import msgspec
 from ipc.boundary import os_errors, reason
 from ipc.errors import StorageError
 from ipc.paths import DIR_MODE, FILE_MODE
+from ipc.settings import env
 
 T = TypeVar("T")
 Durability = Literal["none", "fsync", "full"]
@@ -30,7 +31,7 @@ Durability = Literal["none", "fsync", "full"]
 def durability() -> Durability:
     """``AGENTTEAMS_DURABILITY``: none (survives process crashes: the default), fsync (also
     survives power loss of file contents), full (fsync the directory too)."""
-    value = os.environ.get("AGENTTEAMS_DURABILITY", "none")
+    value = env("AGENTTEAMS_DURABILITY", "none")
     if value not in ("none", "fsync", "full"):
         raise StorageError(f"AGENTTEAMS_DURABILITY={value!r}; use one of none, fsync, full")
     return value  # type: ignore[return-value]
@@ -137,14 +138,30 @@ def append_line(path: Path, line: bytes) -> None:
         raise StorageError(f"could not append to {path}: {reason(exc)}") from exc
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None if it does not exist."""
+def read_bytes(path: Path | str) -> bytes | None:
+    """The file's bytes, or None if it does not exist. (Plain os calls: this is on the hot
+    path of every hand-off, where io's buffered objects cost more than the read.)"""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {reason(exc)}") from exc
+    try:
+        chunks = []
+        size = os.fstat(fd).st_size + 1  # one more: a file that grew meanwhile is read on
+        while True:
+            chunk = os.read(fd, max(size, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except IsADirectoryError as exc:
+        raise StorageError(f"cannot read {path}: it is a directory") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {reason(exc)}") from exc
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path, kind: type[T]) -> list[T]:

@@ -17,6 +17,7 @@ from collections import defaultdict
 import msgspec
 
 from ipc.paths import TeamPaths
+from ipc.settings import env
 from ipc.storage import append_line, read_jsonl
 
 
@@ -45,7 +46,7 @@ class Span(msgspec.Struct, kw_only=True):
 
 
 def enabled() -> bool:
-    return os.environ.get("AGENTTEAMS_TRACE", "") in ("1", "true", "yes")
+    return env("AGENTTEAMS_TRACE", "") in ("1", "true", "yes")
 
 
 def path(paths: TeamPaths) -> os.PathLike[str]:

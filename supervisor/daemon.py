@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import msgspec
 from ipc import control, link, locks
 from ipc.agents import resolve as resolve_agent_type
 from ipc.config import TeamConfigStore
-from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, CorruptFile, InvalidInput, NotFound
 from ipc.launch import POLL_INTERVAL, LaunchSpec, SupervisorOptions, TeammateOptions, TeamStatus, uses_api
 from ipc.mailbox import Cursor, Mailbox
 from ipc.messaging import Messenger
@@ -53,28 +54,41 @@ CLAIM_WINDOW = 2.0  # a teammate woken for a task is not woken for another for t
 
 
 class TeamFiles:
-    """The :class:`~supervisor.children.TeamPort` on the real files."""
+    """The :class:`~supervisor.children.TeamPort` on the real files. A config.json that does
+    not parse (a hand edit, another program) is logged, never allowed to stop a teammate
+    from being started, reaped or stopped: the team must stay controllable."""
 
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
 
+    def _config(self, what: str, change: Callable[[], object]) -> None:
+        try:
+            change()
+        except (CorruptFile, NotFound) as exc:
+            log.error("could not record that %s in config.json: %s", what, exc.message)
+
     def started(self, spec: LaunchSpec, pid: int) -> None:
         if spec.role == "teammate":
-            self.sup.config.update_member(spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True)
+            self._config(
+                f"{spec.agent_name} started",
+                lambda: self.sup.config.update_member(
+                    spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
+                ),
+            )
 
     def release(self, name: str, error: str = "") -> list[str]:
         return self.sup.tasks.release_owner(name, error=error)
 
     def left(self, name: str) -> None:
-        self.sup.config.remove_member(name)
+        self._config(f"{name} left", lambda: self.sup.config.remove_member(name))
         self.sup.drop_link(name)
 
     def inactive(self, name: str) -> None:
-        try:
+        def change() -> None:
             if self.sup.config.require_member(name).is_active is not False:
                 self.sup.config.update_member(name, is_active=False)
-        except NotFound:
-            pass
+
+        self._config(f"{name} is inactive", change)
 
     def terminated(self, event: TeammateTerminated) -> None:
         append_line(self.sup.paths.events, msgspec.json.encode(event))
@@ -99,6 +113,7 @@ class Supervisor:
         self.runtime = self.paths.runtime_dir()
         self.links: dict[str, link.SupervisorLink] = {}
         self.claiming: dict[str, float] = {}  # teammate → when it was woken for a task
+        self.task_wakes = 0  # wakes sent for ready tasks, ever (the benchmarks count them)
         self.lead_cursor = Cursor()
         self.lead_pid: int | None = None
         self.lead_pidfd: int | None = None
@@ -289,6 +304,7 @@ class Supervisor:
             started=self.started,
             runtime=str(self.runtime),
             lead_pid=self.lead_pid,
+            task_wakes=self.task_wakes,
             teammates=self.children.statuses(),
         )
 
@@ -358,6 +374,7 @@ class Supervisor:
             if end is not None and end.send(link.Wake(task=task_id)):
                 self.claiming[child.name] = now
                 woken.append(child.name)
+        self.task_wakes += len(woken)
         return woken
 
     # ------------------------------------------------------------ the lead's inbox

@@ -9,8 +9,6 @@ import subprocess
 import sys
 import time
 
-import psutil
-
 from ipc.errors import Conflict, NotRunning, SupervisorError
 from ipc.launch import SupervisorOptions
 from ipc.paths import TeamPaths
@@ -107,6 +105,8 @@ def wait_gone(pid: int, timeout: float, proc: subprocess.Popen[bytes] | None = N
             return True
         except subprocess.TimeoutExpired:
             return False
+    import psutil  # here, not at the top: most commands never wait for a supervisor
+
     try:
         psutil.Process(pid).wait(timeout)
     except psutil.NoSuchProcess:

@@ -116,3 +116,11 @@ def test_runtime_dir_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     os.chown(target, 65534, 65534)
     with pytest.raises(UnsafeRuntimeDir, match="owned by uid 65534"):
         ensure_private_dir(target)
+
+
+def test_the_public_surface_is_what_ipc_exports() -> None:
+    import ipc
+
+    for name in ipc.__all__:
+        assert getattr(ipc, name) is not None, name
+    assert set(ipc.__all__) >= {"Mailbox", "TaskList", "TeamConfigStore", "AgentTeamsError", "LaunchSpec"}

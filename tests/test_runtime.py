@@ -21,16 +21,18 @@ from tests.runtime_helpers import alive, running_team, team_pids, wait_for, wait
 
 
 def build_dag(team: Team, log: Path, n: int = 20) -> dict[str, list[str]]:
-    """n tasks; task i (from 5 on) depends on tasks i-4 and i-3. Each appends its id to log."""
+    """n tasks; task i (from 5 on) depends on tasks i-4 and i-3. Each appends its id to log.
+    Each task is created with its blockers, so no teammate can see it without them."""
     deps: dict[str, list[str]] = {}
     for i in range(1, n + 1):
+        blockers = [str(i - 4), str(i - 3)] if i >= 5 else []
         task = team.tasks.create(
-            f"step {i}", f"append {i} to the log", metadata={"command": f"echo {i} >> {log}"}
+            f"step {i}",
+            f"append {i} to the log",
+            metadata={"command": f"echo {i} >> {log}"},
+            blocked_by=blockers,
         )
-        deps[task.id] = [str(i - 4), str(i - 3)] if i >= 5 else []
-    for tid, blockers in deps.items():
-        if blockers:
-            team.tasks.update(tid, add_blocked_by=blockers)
+        deps[task.id] = blockers
     return deps
 
 
