@@ -22,7 +22,14 @@ import zmq
 
 from ipc.boundary import input_errors, zmq_errors
 from ipc.errors import InvalidInput, NotRunning, SupervisorError, Timeout
-from ipc.launch import SpawnReply, StopReply, TeammateOptions, TeamStatus
+from ipc.launch import (
+    SpawnReply,
+    StopReply,
+    SubagentOptions,
+    SubagentReply,
+    TeammateOptions,
+    TeamStatus,
+)
 from ipc.poller import shut
 
 MAX_REQUEST_BYTES = 256 * 1024
@@ -93,7 +100,21 @@ class AttachLead(_Request):
     pid: int
 
 
-Request = Spawn | Restart | TasksReady | Push | Shutdown | Status | Down | AttachLead
+class SpawnSubagent(_Request):
+    """Start a subagent for ``options.parent``: its own process, not a member of the team;
+    stopped with its parent."""
+
+    options: SubagentOptions
+    Reply: ClassVar[type[msgspec.Struct]] = SubagentReply
+
+
+class StopSubagent(_Request):
+    subagent: str
+
+
+Request = (
+    Spawn | Restart | TasksReady | Push | Shutdown | Status | Down | AttachLead | SpawnSubagent | StopSubagent
+)
 
 
 class Reply(msgspec.Struct, kw_only=True):

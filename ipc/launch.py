@@ -271,6 +271,58 @@ class StopReply(msgspec.Struct, kw_only=True):
     exit: str = ""
 
 
+# ---------------------------------------------------------------- subagents and the lead
+
+SubagentStatus = Literal["running", "completed", "failed", "killed"]
+
+
+class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A subagent as its parent asks for it (the Agent tool without a teammate name)."""
+
+    parent: str
+    prompt: str
+    description: str = ""
+    agent_type: str = "general-purpose"
+    model: str = "inherit"
+    permission_mode: str = ""
+    background: bool = False
+
+
+class SubagentReply(msgspec.Struct, kw_only=True):
+    id: str  # also its agent name
+    pid: int | None
+    output_file: str
+
+
+class SubagentResult(msgspec.Struct, kw_only=True):
+    """``teams/{team}/subagents/{id}.json``: what a subagent came to, for its parent."""
+
+    id: str
+    parent: str
+    description: str = ""
+    status: SubagentStatus = "running"
+    result: str = ""
+    error: str = ""
+    background: bool = False
+    notified: bool = False  # its parent has been told (a <task-notification> or TaskOutput)
+    started_ms: int = 0
+    ended_ms: int = 0
+
+
+class LeadResult(msgspec.Struct, kw_only=True):
+    """What ``agentteams lead`` (and ``Team.lead``) report when the lead is done."""
+
+    team: str
+    answer: str
+    stopped_by: Literal["done", "timeout", "budget", "error"]
+    turns: int
+    seconds: float
+    teammates: list[str] = []
+    tasks: list[dict[str, Any]] = []
+    messages: int = 0
+    error: str = ""
+
+
 # ---------------------------------------------------------------- argv helpers
 
 

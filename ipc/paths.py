@@ -123,6 +123,9 @@ class TeamPaths:
     def transcript(self, agent: str) -> Path:
         return self.team_dir / "transcripts" / f"{normalise_agent_name(agent)}.jsonl"
 
+    def subagent_result(self, subagent: str) -> Path:
+        return self.team_dir / "subagents" / f"{normalise_agent_name(subagent)}.json"
+
     @property
     def plans(self) -> Path:
         return self.team_dir / "plans"

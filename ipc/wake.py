@@ -24,6 +24,9 @@ from ipc.boundary import zmq_errors
 from ipc.poller import shut
 
 DEFAULT_LINGER_MS = 1000
+# The lead agent's own doorbell. The supervisor always owns team-lead's (it is the lead's
+# runtime when no lead agent runs) and passes each wake on to a lead agent that runs.
+LEAD_AGENT = "team-lead.agent"
 _HWM = 64  # a doorbell needs no queue: one frame waiting is as good as many
 
 

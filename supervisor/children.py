@@ -64,6 +64,7 @@ class TeamPort(Protocol):
     def terminated(self, event: TeammateTerminated) -> None: ...
     def request_shutdown(self, name: str, reason: str) -> str: ...
     def tasks_ready(self, ids: list[str]) -> None: ...
+    def subagent_exited(self, spec: LaunchSpec, code: int) -> None: ...
 
 
 Done = Callable[[msgspec.Struct | None, str], None]  # (result, error): exactly one is set
@@ -359,6 +360,7 @@ class Children:
             if child.spec.role != "teammate":
                 child.to(S.EXITED)
                 self.by_name.pop(child.name, None)
+                self.port.subagent_exited(child.spec, code)
             elif self.stopping_all:
                 child.to(S.EXITED)
                 self._park(child, code)

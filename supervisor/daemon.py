@@ -2,13 +2,14 @@
 
 - :mod:`supervisor.reactor`: one thread, readers, timers and signals (SIGCHLD among them,
   so a death is seen at once);
-- :mod:`supervisor.children`: each teammate's lifecycle, through :mod:`supervisor.processes`
-  (the fork server, reaping) and :class:`TeamFiles` (config, tasks, events, the lead);
+- :mod:`supervisor.children`: each agent's lifecycle, through :mod:`supervisor.processes`
+  (the fork server, reaping) and :mod:`supervisor.team_files` (config, tasks, events);
+- :mod:`supervisor.specs`: who is started and how, checked before anything is written;
 - :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
   arrival order, some later (a spawn when the teammate is ready), so commands queue;
-- the links (:mod:`ipc.link`): hello, states and ready tasks from each teammate, wakes with a
-  task to claim back to one idle teammate per ready task;
-- the lead's inbox (:mod:`supervisor.lead_inbox`): scanned from where it was last read.
+- the links (:mod:`ipc.link`): hello, states and ready tasks from each agent, and a wake
+  with a task to claim back to one idle teammate per ready task;
+- :mod:`supervisor.lead_desk`: the lead's inbox, and a lead agent that may run.
 
 It is on the control path only: messages go from sender to recipient directly.
 """
@@ -21,84 +22,44 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ipc import control, link, locks
-from ipc.agents import resolve as resolve_agent_type
+from ipc import control, link, locks, subagents
+from ipc.clock import now_ms
 from ipc.config import TeamConfigStore
-from ipc.errors import AgentTeamsError, CorruptFile, InvalidInput, NotFound
-from ipc.launch import POLL_INTERVAL, LaunchSpec, SupervisorOptions, TeammateOptions, TeamStatus, uses_api
-from ipc.mailbox import Cursor, Mailbox
+from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.launch import (
+    LaunchSpec,
+    SpawnReply,
+    SubagentOptions,
+    SubagentReply,
+    SubagentResult,
+    SupervisorOptions,
+    TeammateOptions,
+    TeamStatus,
+)
+from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
-from ipc.osproc import pidfd_open, set_child_subreaper, set_process_name
+from ipc.osproc import set_child_subreaper, set_process_name
 from ipc.paths import TeamPaths
 from ipc.poller import close_context, context
-from ipc.schemas import LEAD_NAME, Member, TeammateTerminated
-from ipc.storage import append_line
+from ipc.schemas import LEAD_NAME
 from ipc.tasks import TaskList
-from ipc.wake import WakeListener, Waker
-from supervisor import lead_inbox
+from ipc.wake import LEAD_AGENT, Waker
 from supervisor.children import Child, Children, Done
+from supervisor.lead_desk import LeadDesk
 from supervisor.policy import RestartPolicy
 from supervisor.processes import Processes
 from supervisor.reactor import Reactor
-from supervisor.states import TeammateState
+from supervisor.specs import TeamContext, check_spawn, subagent_spec, teammate_spec
+from supervisor.team_files import TeamFiles
 
 log = logging.getLogger("agentteams.supervisor")
 SUPERVISOR_LOCK_TIMEOUT = 1.0  # a frozen teammate holding a lock costs a retry, not the loop
 CLAIM_WINDOW = 2.0  # a teammate woken for a task is not woken for another for this long
-
-
-class TeamFiles:
-    """The :class:`~supervisor.children.TeamPort` on the real files. A config.json that does
-    not parse (a hand edit, another program) is logged, never allowed to stop a teammate
-    from being started, reaped or stopped: the team must stay controllable."""
-
-    def __init__(self, sup: Supervisor) -> None:
-        self.sup = sup
-
-    def _config(self, what: str, change: Callable[[], object]) -> None:
-        try:
-            change()
-        except (CorruptFile, NotFound) as exc:
-            log.error("could not record that %s in config.json: %s", what, exc.message)
-
-    def started(self, spec: LaunchSpec, pid: int) -> None:
-        if spec.role == "teammate":
-            self._config(
-                f"{spec.agent_name} started",
-                lambda: self.sup.config.update_member(
-                    spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
-                ),
-            )
-
-    def release(self, name: str, error: str = "") -> list[str]:
-        return self.sup.tasks.release_owner(name, error=error)
-
-    def left(self, name: str) -> None:
-        self._config(f"{name} left", lambda: self.sup.config.remove_member(name))
-        self.sup.drop_link(name)
-
-    def inactive(self, name: str) -> None:
-        def change() -> None:
-            if self.sup.config.require_member(name).is_active is not False:
-                self.sup.config.update_member(name, is_active=False)
-
-        self._config(f"{name} is inactive", change)
-
-    def terminated(self, event: TeammateTerminated) -> None:
-        append_line(self.sup.paths.events, msgspec.json.encode(event))
-
-    def request_shutdown(self, name: str, reason: str) -> str:
-        response = self.sup.messenger.send_shutdown_request(LEAD_NAME, name, reason)
-        return str(response["request_id"])
-
-    def tasks_ready(self, ids: list[str]) -> None:
-        self.sup.route_tasks(ids)
 
 
 class Supervisor:
@@ -109,14 +70,10 @@ class Supervisor:
         self.options = options or SupervisorOptions()
         self.config = TeamConfigStore(self.root, self.team)
         self.tasks = TaskList(self.root, self.team)
-        self.lead_mailbox = Mailbox(self.root, self.team, LEAD_NAME)
         self.runtime = self.paths.runtime_dir()
         self.links: dict[str, link.SupervisorLink] = {}
         self.claiming: dict[str, float] = {}  # teammate → when it was woken for a task
         self.task_wakes = 0  # wakes sent for ready tasks, ever (the benchmarks count them)
-        self.lead_cursor = Cursor()
-        self.lead_pid: int | None = None
-        self.lead_pidfd: int | None = None
         self.down_callers: list[control.Caller] = []
         self.started = time.time()
 
@@ -128,8 +85,9 @@ class Supervisor:
 
     def start(self) -> None:
         locks.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
-        self.session = self.config.read().lead_session_id  # fails early on an unknown team
+        session = self.config.read().lead_session_id  # fails early on an unknown team
         self.pid = os.getpid()
+        self.context = TeamContext(self.team, self.root, session, self.options, self.pid)
         set_child_subreaper()
         set_process_name("at-supervisor")
         self._lock_fd = self._take_pid_lock()
@@ -139,23 +97,16 @@ class Supervisor:
         self.reactor.add_reader(self.control, self._on_control)
         self.waker = Waker(self.runtime, linger_ms=0, ctx=self.ctx)
         self.messenger = Messenger(self.root, self.team, waker=self.waker)
-        self.lead_wake = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
-        if self.lead_wake is not None:
-            self.reactor.add_reader(self.lead_wake, self._on_lead_wake)
         self.processes = Processes(self.runtime, method=self.options.spawn)
-        self.children = Children(
-            self.processes,
-            TeamFiles(self),
-            self.reactor,
-            RestartPolicy(
-                mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
-            ),
-            wait_for_hello=self.zmq,
+        self.files = TeamFiles(self)
+        policy = RestartPolicy(
+            mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
+        self.children = Children(self.processes, self.files, self.reactor, policy, wait_for_hello=self.zmq)
+        self.lead = LeadDesk(self)
         self.reactor.on_signal(signal.SIGCHLD, self._reap)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self.reactor.on_signal(sig, self._on_terminate)
-        self._schedule_lead_check()
         self._resume_members()
 
     def _take_pid_lock(self) -> int:
@@ -174,27 +125,9 @@ class Supervisor:
             if released:
                 log.info("resume: released %s's tasks %s", member.name, released)
             try:
-                self._launch(self._spec(member, permission_mode=""))
+                self._launch(teammate_spec(self.context, member, permission_mode=""))
             except AgentTeamsError as exc:
                 log.error("cannot resume %s: %s", member.name, exc.message)
-
-    def _spec(self, member: Member, *, permission_mode: str) -> LaunchSpec:
-        return LaunchSpec(
-            agent_id=member.agent_id,
-            agent_name=member.name,
-            team_name=self.team,
-            agent_color=member.color_name or "blue",
-            parent_session_id=self.session,
-            agent_type=member.agent_type or "general-purpose",
-            model=member.model_name or "offline",
-            plan_mode_required=member.plan_mode_required is True,
-            permission_mode=permission_mode,
-            root=str(self.root),
-            cwd=member.cwd or str(Path.cwd()),
-            wake=self.options.wake,
-            fallback_poll=self.options.fallback_poll,
-            supervisor_pid=self.pid,
-        )
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         if self.zmq and spec.agent_name not in self.links:
@@ -210,6 +143,10 @@ class Supervisor:
             end.close()
         self.waker.forget(name)
         self.claiming.pop(name, None)
+
+    def wake_agent(self, name: str) -> None:
+        """Wake an agent of this team (the lead agent, when it is the one)."""
+        self.waker.wake(LEAD_AGENT if name == LEAD_NAME else name)
 
     # ------------------------------------------------------------ the loop
 
@@ -231,8 +168,7 @@ class Supervisor:
     def _cleanup(self) -> None:
         for end in self.links.values():
             end.close()
-        if self.lead_wake is not None:
-            self.lead_wake.close()
+        self.lead.close()
         self.waker.close()
         self.processes.close()
         self.control.close()
@@ -279,19 +215,26 @@ class Supervisor:
             self.down_callers.append(caller)
             if not self.children.stopping_all:
                 self._begin_down(request.grace)
+        elif isinstance(request, control.SpawnSubagent):
+            self._spawn_subagent(caller, request.options)
+        elif isinstance(request, control.StopSubagent):
+            sub = self.children.by_name.get(request.subagent)
+            if sub is None or sub.spec.role != "subagent":
+                raise NotFound(f"no running subagent {request.subagent!r}")
+            self.children.force_stop(sub, 0.5)
+            self.control.answer(caller)
         elif isinstance(request, control.AttachLead):
-            self._attach_lead(request.pid)
+            self.lead.attach(request.pid)
             self.control.answer(caller)
 
     def _replier(self, caller: control.Caller, **extra: Any) -> Done:
         def done(result: msgspec.Struct | None, error: str) -> None:
             if error:
                 self.control.fail(caller, error)
+            elif extra and result is not None:
+                self.control.answer(caller, msgspec.structs.replace(result, **extra))
             else:
-                self.control.answer(
-                    caller,
-                    msgspec.structs.replace(result, **extra) if extra and result is not None else result,
-                )
+                self.control.answer(caller, result)
 
         return done
 
@@ -303,28 +246,16 @@ class Supervisor:
             wake=self.options.wake,
             started=self.started,
             runtime=str(self.runtime),
-            lead_pid=self.lead_pid,
+            lead_pid=self.lead.pid,
             task_wakes=self.task_wakes,
             teammates=self.children.statuses(),
         )
 
     def _spawn(self, caller: control.Caller, options: TeammateOptions) -> None:
-        """Validate everything first (nothing is written for a spawn that cannot start)."""
-        options = options.checked()
+        """Check everything first: nothing is written for a spawn that cannot start."""
         if self.children.stopping_all:
             raise InvalidInput("the team is shutting down; no new teammates")
-        lead = self.config.read().member(LEAD_NAME)
-        cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
-        if not os.path.isdir(cwd):
-            raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
-        resolve_agent_type(options.agent_type, Path(cwd))
-        if uses_api(options.model) and not (
-            os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-        ):
-            raise InvalidInput(
-                f"model {options.model!r} needs ANTHROPIC_API_KEY in the team's environment "
-                f"(set it, then 'agentteams down {self.team}' and 'agentteams up {self.team}')"
-            )
+        options, cwd = check_spawn(self.context, self.config.read(), options)
         member = self.config.add_member(
             options.name,
             agent_type=options.agent_type,
@@ -341,10 +272,38 @@ class Supervisor:
         else:
             mailbox.create()
         renamed = options.name if member.name != options.name else ""
-        self._launch(
-            self._spec(member, permission_mode=options.permission_mode),
-            self._replier(caller, renamed_from=renamed),
+        spec = teammate_spec(self.context, member, permission_mode=options.permission_mode)
+        self._launch(spec, self._replier(caller, renamed_from=renamed))
+
+    def _spawn_subagent(self, caller: control.Caller, options: SubagentOptions) -> None:
+        """A subagent of a running teammate or of the lead agent: its own process, forked
+        like a teammate, not a member of the team, stopped with its parent."""
+        parent = self.children.by_name.get(options.parent)
+        if parent is not None and parent.spec.role != "teammate":
+            raise InvalidInput("a subagent cannot start subagents or teammates (the roster is flat)")
+        if parent is None and not (options.parent == LEAD_NAME and self.lead.pid is not None):
+            raise NotFound(f"{options.parent!r} is not a running agent of this team")
+        spec = subagent_spec(self.context, self.config.read(), options, parent.spec if parent else None)
+        subagents.write(
+            self.paths,
+            SubagentResult(
+                id=spec.agent_name,
+                parent=options.parent,
+                description=options.description,
+                background=options.background,
+                started_ms=now_ms(),
+            ),
         )
+        output = str(self.paths.subagent_result(spec.agent_name))
+
+        def ready(result: msgspec.Struct | None, error: str) -> None:
+            if error:
+                self.control.fail(caller, error)
+            else:
+                pid = result.pid if isinstance(result, SpawnReply) else None
+                self.control.answer(caller, SubagentReply(id=spec.agent_name, pid=pid, output_file=output))
+
+        self._launch(spec, ready)
 
     # ------------------------------------------------------------ links and task wakes
 
@@ -376,90 +335,6 @@ class Supervisor:
                 woken.append(child.name)
         self.task_wakes += len(woken)
         return woken
-
-    # ------------------------------------------------------------ the lead's inbox
-
-    def _schedule_lead_check(self) -> None:
-        interval = POLL_INTERVAL if not self.zmq else self.options.fallback_poll
-        self.reactor.call_later(interval, self._lead_fallback)
-
-    def _lead_fallback(self) -> None:
-        self._check_lead_inbox()
-        self._schedule_lead_check()
-
-    def _on_lead_wake(self) -> None:
-        assert self.lead_wake is not None
-        self.lead_wake.drain()
-        self._check_lead_inbox()
-
-    def _check_lead_inbox(self) -> None:
-        """Act on what arrived since the last look; take what is the supervisor's to take."""
-        try:
-            new, cursor = self.lead_mailbox.scan(self.lead_cursor)
-        except AgentTeamsError as exc:
-            log.warning("lead inbox: %s", exc.message)
-            return
-        policy = lead_inbox.Policy(
-            plan_approval=self.options.plan_approval,
-            lead_permission_mode=self.options.lead_permission_mode,
-            lead_attached=self.lead_pid is not None,
-        )
-        take_positions, take_messages = [], []
-        for position, message in new:
-            if message.read:
-                continue
-            verdict = lead_inbox.judge(message, policy)
-            for action in verdict.actions:
-                self._apply(action)
-            if verdict.take:
-                take_positions.append(position)
-                take_messages.append(message)
-        try:
-            if take_positions:
-                self.lead_mailbox.mark_positions(take_positions, take_messages)
-        except AgentTeamsError as exc:
-            log.warning("lead inbox: %s; will look again", exc.message)
-            return  # the cursor stays: these are seen again next time
-        self.lead_cursor = cursor
-
-    def _apply(self, action: lead_inbox.Action) -> None:
-        if isinstance(action, lead_inbox.Idle):
-            self.children.on_idle_notification(action.name)
-            self._set_inactive(action.name)
-        elif isinstance(action, lead_inbox.ExitApproved):
-            self.children.on_shutdown_approved(action.name, action.request_id)
-        elif isinstance(action, lead_inbox.ExitRejected):
-            self.children.on_shutdown_rejected(action.name, action.request_id, action.reason)
-        elif isinstance(action, lead_inbox.AnswerPlan) and action.name in self.children.by_name:
-            self.messenger.send_body(LEAD_NAME, action.name, action.response)
-
-    def _set_inactive(self, name: str) -> None:
-        child = self.children.by_name.get(name)
-        if child is not None and child.state != TeammateState.STOPPING:
-            TeamFiles(self).inactive(name)
-
-    def _attach_lead(self, pid: int) -> None:
-        self._detach_lead()
-        self.lead_pid = pid
-        self.lead_pidfd = pidfd_open(pid)
-        if self.lead_pidfd is None:
-            self.lead_pid = None
-            return
-        self.reactor.add_reader(self.lead_pidfd, self._detach_lead)
-        log.info("lead agent pid %d attached", pid)
-
-    def _detach_lead(self) -> None:
-        if self.lead_pidfd is not None:
-            self.reactor.remove_reader(self.lead_pidfd)
-            os.close(self.lead_pidfd)
-            self.lead_pidfd = None
-        if self.lead_pid is not None:
-            log.info("lead agent pid %d gone; the supervisor answers for the lead again", self.lead_pid)
-            for child in list(self.children.by_name.values()):
-                if child.spec.parent == LEAD_NAME and child.alive:
-                    self.children.force_stop(child, 0.5)  # the lead's subagents die with it
-        self.lead_pid = None
-        self.lead_cursor = Cursor()  # look at everything again: it is ours once more
 
     # ------------------------------------------------------------ down
 

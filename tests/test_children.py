@@ -107,6 +107,16 @@ class Port:
     def tasks_ready(self, ids: list[str]) -> None:
         self.ready.append(ids)
 
+    def subagent_exited(self, spec: LaunchSpec, code: int) -> None:
+        self.events.append(
+            TeammateTerminated(
+                name=spec.agent_name,
+                agent_id=spec.agent_id,
+                timestamp="t",
+                status="killed" if code < 0 else "completed",
+            )
+        )
+
 
 def spec(name: str = "alice") -> LaunchSpec:
     return LaunchSpec(

@@ -1,0 +1,53 @@
+"""Subagent results on disk (``teams/{team}/subagents/{id}.json``): written by the subagent
+(or, when it dies, by the supervisor), read by its parent. One small file each, replaced
+whole."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ipc.boundary import decode_errors
+from ipc.clock import now_ms
+from ipc.errors import AgentTeamsError, NotFound
+from ipc.launch import SubagentResult, SubagentStatus
+from ipc.paths import TeamPaths
+from ipc.schemas import dump_json
+from ipc.storage import atomic_write, read_bytes
+
+_decoder = msgspec.json.Decoder(SubagentResult)
+
+
+def read(paths: TeamPaths, subagent: str) -> SubagentResult:
+    path = paths.subagent_result(subagent)
+    data = read_bytes(path)
+    if data is None:
+        raise NotFound(f"no subagent {subagent!r} in team {paths.team!r}")
+    with decode_errors(path, "subagent result"):
+        return _decoder.decode(data)
+
+
+def write(paths: TeamPaths, result: SubagentResult) -> None:
+    atomic_write(paths.subagent_result(result.id), dump_json(result))
+
+
+def finish(paths: TeamPaths, subagent: str, status: SubagentStatus, *, result: str = "", error: str = "") -> SubagentResult:
+    """Record how a subagent ended (unless it already recorded it itself)."""
+    current = read(paths, subagent)
+    if current.status != "running":
+        return current
+    done = msgspec.structs.replace(current, status=status, result=result, error=error, ended_ms=now_ms())
+    write(paths, done)
+    return done
+
+
+def of_parent(paths: TeamPaths, parent: str) -> list[SubagentResult]:
+    folder = paths.team_dir / "subagents"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            result = read(paths, path.stem)
+        except AgentTeamsError:  # a file that does not parse is not a subagent of ours
+            continue
+        if result.parent == parent:
+            found.append(result)
+    return found
