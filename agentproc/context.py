@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ipc.control import ControlClient
 from ipc.launch import LaunchSpec
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
@@ -34,6 +35,7 @@ class AgentContext:
     plan_mode: bool = False
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
+    background: set[str] = field(default_factory=set)  # background subagents not yet reported
 
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)
@@ -43,6 +45,8 @@ class AgentContext:
         self.messenger = Messenger(self.root, self.team, waker=self.channel.waker())
         self.mailbox = Mailbox(self.root, self.team, self.spec.agent_name)
         self.tasks = TaskList(self.root, self.team, on_ready=self.channel.tasks_ready)
+        self._control: ControlClient | None = None
+        self.team_deleted = False  # the lead deleted its team: nothing left to lead
 
     @property
     def name(self) -> str:
@@ -55,6 +59,17 @@ class AgentContext:
     @property
     def pane_id(self) -> str:
         return f"process:{os.getpid()}"
+
+    def control(self) -> ControlClient:
+        """A client of the team's supervisor (for spawning, stopping, telling it of tasks)."""
+        if self._control is None:
+            self._control = ControlClient(self.paths.runtime_dir())
+        return self._control
+
+    def close(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
 
     def resolve(self, path: str) -> Path:
         """A tool path: absolute as given, relative to the agent's cwd otherwise."""

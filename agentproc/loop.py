@@ -5,7 +5,8 @@ Priorities when choosing the next input (seed 000 §5):
 2. a shutdown_request (even if older unread messages exist),
 3. unread messages from team-lead,
 4. any other unread message,
-5. auto-claim a task (the one the supervisor woke us for, if we can have it).
+5. a background subagent that has ended, as a ``<task-notification>`` (seed 002),
+6. auto-claim a task (the one the supervisor woke us for, if we can have it).
 
 A turn that fails (the model's API, a bug) gives back the task it was on, with the error
 recorded in the task; after several failed turns in a row the agent backs off, and then
@@ -21,7 +22,7 @@ import sys
 import time
 from collections import deque
 
-from agentproc import hooks
+from agentproc import hooks, subagents
 from agentproc.channel import Channel, Wakeup
 from agentproc.context import AgentContext
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model, wrap_message
@@ -131,6 +132,12 @@ class AgentLoop:
                 content=message.text,
                 is_prompt=message.from_ == LEAD_NAME and message.text == self.spawn_prompt,
             )
+        if self.ctx.background:
+            finished = subagents.next_notification(self.ctx)
+            if finished is not None:
+                subagents.mark_notified(self.ctx, finished)
+                text = subagents.notification(finished, str(self.ctx.paths.subagent_result(finished.id)))
+                return Turn(kind="notification", text=text, content=finished.result)
         if time.monotonic() < self.resume_at:
             return None  # backing off after failed turns: messages yes, new work not yet
         hint, self.task_hint = self.task_hint, ""

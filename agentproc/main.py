@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     channel: Channel | None = None
     try:
         channel = open_channel(spec)
+        if spec.role == "subagent":
+            from agentproc.subagent import SubagentRun
+
+            return SubagentRun(spec, channel).run()
         _loop = AgentLoop(spec, channel)
         return _loop.run()
     except AgentTeamsError as exc:

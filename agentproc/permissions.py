@@ -121,3 +121,13 @@ class ModePolicy:
         if answer.subtype == "success" and isinstance(answer.response, PermissionGrant):
             return True, answer.response.updated_input, ""
         return False, args, answer.error if isinstance(answer.error, str) else "denied"
+
+
+class NoAskPolicy(ModePolicy):
+    """For an agent with no one to ask (a subagent; the lead, which is asked itself): what
+    would ask is denied, with the reason, as Claude Code denies a background subagent's."""
+
+    def ask(
+        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+    ) -> tuple[bool, dict[str, Any], str]:
+        return False, args, f"{decision.reason}; {ctx.name} has no one to ask for approval"

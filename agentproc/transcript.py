@@ -1,5 +1,10 @@
 """Each agent's conversation as JSONL (``teams/{team}/transcripts/{agent}.jsonl``), appended
-as it happens, so it can be inspected and a restarted teammate can continue from it."""
+as it happens, so it can be inspected and a restarted teammate can continue from it.
+
+A subagent writes into its parent's transcript, each line marked ``isSidechain`` with its
+``agentId``, as Claude Code keeps subagent conversations; the parent's own conversation
+skips them when it is read back.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +17,27 @@ from ipc.storage import append_line, read_jsonl
 
 
 class Transcript:
-    def __init__(self, paths: TeamPaths, agent: str) -> None:
+    def __init__(self, paths: TeamPaths, agent: str, *, sidechain: str = "") -> None:
         self.path = paths.transcript(agent)
+        self.team_dir = paths.team_dir
+        self.sidechain = sidechain  # the subagent writing, in its parent's transcript
 
     def append(self, role: str, content: Any) -> None:
-        append_line(
-            self.path,
-            json.dumps(
-                {"timestamp": now_iso(), "role": role, "content": content}, ensure_ascii=False
-            ).encode(),
-        )
+        if not self.team_dir.is_dir():
+            return  # the team was deleted (the lead's last turn): nothing to bring back
+        entry: dict[str, Any] = {"timestamp": now_iso(), "role": role, "content": content}
+        if self.sidechain:
+            entry.update(isSidechain=True, agentId=self.sidechain)
+        append_line(self.path, json.dumps(entry, ensure_ascii=False).encode())
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every user and assistant entry; a line torn by a kill is skipped."""
-        return [e for e in read_jsonl(self.path, dict[str, Any]) if e.get("role") in ("user", "assistant")]
+        """Every user and assistant entry of this conversation (a sidechain's own, or the
+        main one without sidechains); a line torn by a kill is skipped."""
+        return [
+            e
+            for e in read_jsonl(self.path, dict[str, Any])
+            if e.get("role") in ("user", "assistant") and e.get("agentId", "") == self.sidechain
+        ]
 
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as Messages API messages, trimmed to a valid resumable state:

@@ -9,6 +9,7 @@ another runs is queued, never refused.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import time
@@ -156,6 +157,27 @@ def encode(obj: msgspec.Struct) -> bytes:
 
 def control_path(runtime_dir: Path) -> Path:
     return runtime_dir / "control.sock"
+
+
+def running_pid(runtime_dir: Path) -> int | None:
+    """The pid of the team's running supervisor, or None (-1: running, pid unknown). The
+    daemon holds a flock on ``supervisor.lock`` for its whole life, so a stale pid file is
+    never believed."""
+    lock = runtime_dir / "supervisor.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return int((runtime_dir / "supervisor.pid").read_text())
+        except (OSError, ValueError):
+            return -1
+    finally:
+        os.close(fd)
+    return None
 
 
 @dataclass(frozen=True)

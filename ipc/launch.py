@@ -284,6 +284,7 @@ class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description: str = ""
     agent_type: str = "general-purpose"
     model: str = "inherit"
+    parent_model: str = ""  # what ``inherit`` means: the parent's own model
     permission_mode: str = ""
     background: bool = False
 
@@ -300,6 +301,8 @@ class SubagentResult(msgspec.Struct, kw_only=True):
     id: str
     parent: str
     description: str = ""
+    prompt: str = ""
+    agent_type: str = "general-purpose"
     status: SubagentStatus = "running"
     result: str = ""
     error: str = ""
@@ -314,7 +317,7 @@ class LeadResult(msgspec.Struct, kw_only=True):
 
     team: str
     answer: str
-    stopped_by: Literal["done", "timeout", "budget", "error"]
+    stopped_by: Literal["done", "timeout", "budget", "error", "interrupted"]
     turns: int
     seconds: float
     teammates: list[str] = []

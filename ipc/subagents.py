@@ -30,7 +30,9 @@ def write(paths: TeamPaths, result: SubagentResult) -> None:
     atomic_write(paths.subagent_result(result.id), dump_json(result))
 
 
-def finish(paths: TeamPaths, subagent: str, status: SubagentStatus, *, result: str = "", error: str = "") -> SubagentResult:
+def finish(
+    paths: TeamPaths, subagent: str, status: SubagentStatus, *, result: str = "", error: str = ""
+) -> SubagentResult:
     """Record how a subagent ended (unless it already recorded it itself)."""
     current = read(paths, subagent)
     if current.status != "running":

@@ -66,6 +66,21 @@ def claim_prompt(task: Task) -> str:
     return prompt
 
 
+def claimable(tasks: builtins.list[Task]) -> Iterator[Task]:
+    """The tasks of one listing a teammate could claim now: pending, unowned, not failed,
+    every blocker completed (judged from the same listing, so nothing moves in between)."""
+    open_ids = {t.id for t in tasks if t.status != "completed"}
+    for task in tasks:
+        if (
+            task.status == "pending"
+            and task.owner_name is None
+            and not task.failed
+            and not task.internal
+            and not open_ids & set(task.blocked_by)
+        ):
+            yield task
+
+
 def _check_text(subject: Any, description: Any) -> None:
     if not isinstance(subject, str) or not subject.strip():
         raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
@@ -178,17 +193,7 @@ class TaskList:
         return next(self._claimables(), None)
 
     def _claimables(self) -> Iterator[Task]:
-        tasks = self.list()
-        open_ids = {t.id for t in tasks if t.status != "completed"}
-        for task in tasks:
-            if (
-                task.status == "pending"
-                and task.owner_name is None
-                and not task.failed
-                and not task.internal
-                and not open_ids & set(task.blocked_by)
-            ):
-                yield task
+        return claimable(self.list())
 
     # ------------------------------------------------------------ writing
 

@@ -1,6 +1,6 @@
 """Per-message traces: when a message went out, when its recipient woke, when its turn began.
 
-Off by default. With ``AGENTTEAMS_TRACE=1`` in a process's environment, senders record
+Off by default. With ``AGENTTEAMS_TRACE=1`` (or a file's absolute path) in a process's environment, senders record
 ``sent`` (before the inbox write), ``written`` and ``wake_sent`` (the doorbell), and an
 agent records ``woke`` (its wait returned) and ``taken`` (the message handed to its turn),
 each a line in ``teams/{team}/trace.jsonl`` keyed by the message's ``msg_id``. The demo,
@@ -11,8 +11,8 @@ on them.
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
+from pathlib import Path
 
 import msgspec
 
@@ -46,11 +46,15 @@ class Span(msgspec.Struct, kw_only=True):
 
 
 def enabled() -> bool:
-    return env("AGENTTEAMS_TRACE", "") in ("1", "true", "yes")
+    value = env("AGENTTEAMS_TRACE", "")
+    return value in ("1", "true", "yes") or value.startswith("/")
 
 
-def path(paths: TeamPaths) -> os.PathLike[str]:
-    return paths.team_dir / "trace.jsonl"
+def path(paths: TeamPaths) -> Path:
+    """The team's ``trace.jsonl``, or the file ``AGENTTEAMS_TRACE`` names (an absolute
+    path: traces that outlive the team, as the demo's lead deletes it)."""
+    value = env("AGENTTEAMS_TRACE", "")
+    return Path(value) if value.startswith("/") else paths.team_dir / "trace.jsonl"
 
 
 def record(paths: TeamPaths, msg_id: str, agent: str, **stages: int) -> None:
@@ -58,14 +62,14 @@ def record(paths: TeamPaths, msg_id: str, agent: str, **stages: int) -> None:
     lines = b"\n".join(
         msgspec.json.encode(Stamp(msg_id=msg_id, agent=agent, stage=s, ns=ns)) for s, ns in stages.items()
     )
-    append_line(paths.team_dir / "trace.jsonl", lines)
+    append_line(path(paths), lines)
 
 
 def spans(paths: TeamPaths) -> list[Span]:
     """Every traced message, in the order it was first seen."""
     joined: dict[str, dict[str, int]] = defaultdict(dict)
     agents: dict[str, str] = {}
-    for stamp in read_jsonl(paths.team_dir / "trace.jsonl", Stamp):
+    for stamp in read_jsonl(path(paths), Stamp):
         joined[stamp.msg_id][stamp.stage] = stamp.ns
         agents.setdefault(stamp.msg_id, stamp.agent)
     fields = set(Span.__struct_fields__)

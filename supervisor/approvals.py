@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ipc import messaging
@@ -24,14 +23,6 @@ from ipc.schemas import (
 
 PLAN_POLICIES = ("auto", "lead", "human")
 Request = PlanApprovalRequest | PermissionRequest
-
-
-def review_plan(content: str) -> tuple[bool, str]:
-    """The offline lead's review: a plan needs at least two concrete steps."""
-    steps = [line for line in content.splitlines() if re.match(r"^\s*(\d+[.)]|[-*])\s+\S", line)]
-    if len(steps) >= 2:
-        return True, ""
-    return False, "A plan needs at least two concrete steps: add how you will check the result."
 
 
 def pending(paths: TeamPaths) -> list[tuple[InboxMessage, Request]]:

@@ -2,7 +2,7 @@
 
 Every command takes ``--root`` and ``--json`` before or after the subcommand, exits 0 on
 success, and on failure prints one line on stderr and exits non-zero, changing nothing.
-The commands themselves are in :mod:`supervisor.commands`.
+The commands themselves are in :mod:`supervisor.commands` and :mod:`supervisor.jobs`.
 """
 
 from __future__ import annotations
@@ -90,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path)
     run.add_argument("--keep-up", action="store_true", help="leave the team running afterwards")
     run.add_argument("--fresh", action="store_true", help="delete the scenario's team first if it exists")
+
+    lead = cmd(sub, "lead", "hand a team a goal: a lead agent runs until the team's work is done")
+    lead.add_argument("team")
+    lead.add_argument(
+        "--prompt", required=True, help="the goal ('-' reads it from stdin, '@FILE' from a file)"
+    )
+    lead.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
+    lead.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    lead.add_argument("--verbose", action="store_true", help="show what arrives and what the lead says")
+    chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
+    chat.add_argument("team")
+    chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
+    chat.add_argument("--allow-pipe", action="store_true", help=argparse.SUPPRESS)  # tests drive it by a pipe
 
     team = cmd(sub, "team", "create, delete or list teams")
     team_sub = team.add_subparsers(dest="team_command", required=True, parser_class=_Parser)
@@ -228,14 +241,14 @@ def main(argv: list[str] | None = None) -> int:
     # The library's warnings (a skipped inbox entry, a repaired file) in our one-line form.
     logging.basicConfig(level=logging.WARNING, format="agentteams: warning: %(message)s")
     args = build_parser().parse_args(argv)
-    from supervisor import commands
+    from supervisor import commands, jobs
 
-    if args.command in commands.LONG_RUNNING:
+    if args.command in jobs.LONG_RUNNING:
         # A closed terminal (SIGHUP) or a kill (SIGTERM) cleans up as Ctrl-C does.
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _interrupt)
     try:
-        return commands.run(args)
+        return {**commands.COMMANDS, **jobs.COMMANDS}[args.command](args)
     except AgentTeamsError as exc:
         print(f"agentteams: error: {exc.message}", file=sys.stderr)
         return EXIT_ERROR

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,16 +13,14 @@ from typing import Any
 import msgspec
 
 from ipc.config import TeamConfigStore, scan_teams
-from ipc.errors import InvalidInput, NotFound
+from ipc.errors import InvalidInput
 from ipc.launch import SupervisorOptions, TeammateOptions
 from ipc.paths import resolve_root
 from ipc.schemas import LEAD_NAME
 from supervisor.team import Team
 
-LONG_RUNNING = frozenset({"demo", "run", "watch"})
 
-
-def _out(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) -> None:
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) -> None:
     if args.json:
         print(json.dumps(msgspec.to_builtins(data), ensure_ascii=False, default=str))
     elif callable(text):
@@ -32,7 +29,7 @@ def _out(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) ->
         print(text)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
     print(f"agentteams: warning: {message}", file=sys.stderr)
 
 
@@ -63,7 +60,7 @@ def _renamed(name: str, normalised: str, kind: str) -> str:
 def cmd_team(args: argparse.Namespace) -> int:
     if args.team_command == "create":
         config = TeamConfigStore(args.root, args.name).create(args.description)
-        _out(
+        emit(
             args,
             config,
             f"created team {config.name} in {resolve_root(args.root)}"
@@ -72,12 +69,12 @@ def cmd_team(args: argparse.Namespace) -> int:
     elif args.team_command == "delete":
         team = _team(args, args.name)
         team.delete(force=args.force)
-        _out(args, {"deleted": team.name}, f"deleted team {team.name}")
+        emit(args, {"deleted": team.name}, f"deleted team {team.name}")
     else:
         teams, problems = scan_teams(args.root)
         for problem in problems:
-            _warn(problem)
-        _out(
+            warn(problem)
+        emit(
             args,
             teams,
             "\n".join(f"{t.name}\t{len(t.teammates())} teammate(s)\t{t.description_text}" for t in teams)
@@ -92,7 +89,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     wake = fields.pop("wake")
     pid = team.up(wake=wake, **fields)
     members = [m.name for m in team.config().teammates()]
-    _out(
+    emit(
         args,
         {"team": team.name, "supervisor": pid, "resumed": members},
         f"team {team.name} is up (supervisor pid {pid})"
@@ -107,7 +104,7 @@ def cmd_down(args: argparse.Namespace) -> int:
         team.store.read()  # NotFound
     was_up = team.is_up()
     team.down(grace=args.grace)
-    _out(
+    emit(
         args,
         {"team": team.name, "stopped": was_up},
         f"team {team.name} is down; 'agentteams up {team.name}' brings its members back"
@@ -119,7 +116,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     status = _team(args).status()
-    _out(
+    emit(
         args,
         status,
         "\n".join(f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in status.teammates)
@@ -147,7 +144,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         team.store.read()
     reply = team.start_teammate(options)
     note = f"; {options.name!r} was taken, so it is {reply.name}" if reply.renamed_from else ""
-    _out(
+    emit(
         args,
         reply,
         f"spawned {reply.name} ({reply.color}, pid {reply.pid})"
@@ -159,7 +156,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
 
 def cmd_restart(args: argparse.Namespace) -> int:
     reply = _team(args).restart(args.name)
-    _out(args, reply, f"restarted {reply.name} (pid {reply.pid})")
+    emit(args, reply, f"restarted {reply.name} (pid {reply.pid})")
     return 0
 
 
@@ -167,14 +164,14 @@ def cmd_shutdown(args: argparse.Namespace) -> int:
     from ipc.messaging import clean_recipient
 
     reply = _team(args).shutdown(clean_recipient(args.name), force=args.force, grace=args.grace)
-    _out(args, reply, f"{reply.name} has shut down and left the team")
+    emit(args, reply, f"{reply.name} has shut down and left the team")
     return 0
 
 
 # ---------------------------------------------------------------- messages
 
 
-def _message_text(value: str) -> str:
+def message_text(value: str) -> str:
     if value == "-":
         return sys.stdin.read()
     if value.startswith("@") and len(value) > 1:
@@ -191,7 +188,7 @@ def _message_text(value: str) -> str:
 def cmd_send(args: argparse.Namespace) -> int:
     team = _team(args)
     _require_member(team, args.sender)
-    text = _message_text(args.text)
+    text = message_text(args.text)
     try:
         if args.recipient == "*":
             response = team.broadcast(text, args.summary, sender=args.sender)
@@ -199,13 +196,13 @@ def cmd_send(args: argparse.Namespace) -> int:
             response = team.send(args.recipient, text, args.summary, sender=args.sender)
     finally:
         team.close()  # the wake goes out before we exit
-    _out(args, response, response["message"])
+    emit(args, response, response["message"])
     return 0
 
 
 def cmd_push(args: argparse.Namespace) -> int:
     _team(args).push(args.name, args.text)
-    _out(args, {"pushed": args.name}, f"pushed to {args.name}")
+    emit(args, {"pushed": args.name}, f"pushed to {args.name}")
     return 0
 
 
@@ -223,7 +220,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
         if not messages:
             print("no unread messages" if args.unread else "no messages")
 
-    _out(args, messages, show)
+    emit(args, messages, show)
     return 0
 
 
@@ -247,10 +244,10 @@ def cmd_task(args: argparse.Namespace) -> int:
                 metadata=metadata,
                 blocked_by=blockers,
             )
-            _out(args, task, f"created task #{task.id}: {task.subject}")
+            emit(args, task, f"created task #{task.id}: {task.subject}")
         elif c == "get":
             task = tasks.get(_task_id(args.id))
-            _out(args, task, json.dumps(msgspec.to_builtins(task), indent=2, ensure_ascii=False))
+            emit(args, task, json.dumps(msgspec.to_builtins(task), indent=2, ensure_ascii=False))
         elif c == "update":
             change = tasks.change(
                 _task_id(args.id),
@@ -263,7 +260,7 @@ def cmd_task(args: argparse.Namespace) -> int:
             )
             if change.task is not None and change.task.owner_name:
                 team.wake(change.task.owner_name)
-            _out(
+            emit(
                 args,
                 change.task or {"deleted": args.id},
                 f"updated task #{args.id}" if change.task else f"deleted task #{args.id}",
@@ -271,7 +268,7 @@ def cmd_task(args: argparse.Namespace) -> int:
         elif c == "list":
             listed = tasks.list(include_internal=args.all)
             for problem in tasks.problems:
-                _warn(problem)
+                warn(problem)
 
             def show() -> None:
                 for t in listed:
@@ -281,16 +278,16 @@ def cmd_task(args: argparse.Namespace) -> int:
                 if not listed:
                     print("no tasks")
 
-            _out(args, listed, show)
+            emit(args, listed, show)
         elif c == "claim":
             _require_member(team, args.agent)
             result = tasks.claim(_task_id(args.id), args.agent, check_agent_busy=args.check_busy)
             if not result.success:
                 raise InvalidInput(f"cannot claim task #{args.id} for {args.agent}: {result.reason}")
-            _out(args, result, f"{args.agent} claimed task #{args.id}")
+            emit(args, result, f"{args.agent} claimed task #{args.id}")
         elif c == "delete":
             tasks.delete(_task_id(args.id))
-            _out(args, {"deleted": args.id}, f"deleted task #{args.id}")
+            emit(args, {"deleted": args.id}, f"deleted task #{args.id}")
     finally:
         team.close()
     return 0
@@ -312,7 +309,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             result = team.deny(args.request_id, feedback=args.feedback)
     finally:
         team.close()
-    _out(
+    emit(
         args,
         result,
         f"{'approved' if result['approved'] else 'denied'} {result['request_id']} from {result['agent']}",
@@ -328,8 +325,8 @@ def cmd_ps(args: argparse.Namespace) -> int:
 
     snapshot = ps.snapshot(args.root, args.team)
     for problem in snapshot.problems:
-        _warn(problem)
-    _out(args, snapshot, lambda: ps.print_snapshot(snapshot))
+        warn(problem)
+    emit(args, snapshot, lambda: ps.print_snapshot(snapshot))
     return 0
 
 
@@ -347,71 +344,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- jobs
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from supervisor.demo import run_demo
-
-    if not 1 <= args.teammates <= 16 or not 4 <= args.tasks <= 200:
-        raise InvalidInput("use --teammates 1..16 and --tasks 4..200")
-    summary = run_demo(
-        resolve_root(args.root), teammates=args.teammates, tasks=args.tasks, as_json=args.json, wake=args.wake
-    )
-    if args.json:
-        print(json.dumps(summary, default=str))
-    ok = summary["tasks_completed"] == summary["tasks_total"] and not summary["left_running"]
-    return 0 if ok else 1
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from supervisor import scenario as sc
-
-    spec = sc.load(args.scenario)
-    team = Team(spec.team.name, root=args.root)
-    if team.store.exists() and args.fresh:
-        team.delete(force=True)
-    if not team.store.exists():
-        team = Team.create(spec.team.name, root=args.root, description=spec.team.description)
-    started = time.monotonic()
-    if not team.is_up():
-        team.up(wake=spec.team.wake)
-    names: list[str] = []
-    try:
-        names = sc.spawn_all(team, spec, str(Path.cwd()))
-        sc.create_tasks(team, spec)
-        sc.wait_settled(team, spec.timeout, notice=_warn)
-        result = sc.report(team, names, started)
-        if not args.keep_up:
-            for name in names:
-                team.shutdown(name, force=True, grace=5)
-    finally:
-        if not args.keep_up:
-            team.down()
-    _out(
-        args,
-        result,
-        f"{result.tasks_completed}/{result.tasks_total} tasks completed by {len(names)} teammate(s) in {result.seconds} s",
-    )
-    return 0
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    checkout = Path(__file__).resolve().parents[1]
-    if not (checkout / "benchmarks" / "run.py").exists():
-        raise NotFound(
-            "the benchmarks live in the source checkout, not in an installed package; run 'make bench' there"
-        )
-    if str(checkout) not in sys.path:
-        sys.path.insert(0, str(checkout))
-    from benchmarks.run import main as bench_main
-
-    code: int = bench_main(
-        args.suite, quick=args.quick, out=args.out or checkout / "benchmarks" / "results", as_json=args.json
-    )
-    return code
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "team": cmd_team,
     "up": cmd_up,
@@ -427,13 +359,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "task": cmd_task,
     "ps": cmd_ps,
     "watch": cmd_watch,
-    "demo": cmd_demo,
-    "run": cmd_run,
-    "bench": cmd_bench,
     "approve": cmd_answer,
     "deny": cmd_answer,
 }
-
-
-def run(args: argparse.Namespace) -> int:
-    return COMMANDS[args.command](args)

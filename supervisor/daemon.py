@@ -221,6 +221,7 @@ class Supervisor:
             sub = self.children.by_name.get(request.subagent)
             if sub is None or sub.spec.role != "subagent":
                 raise NotFound(f"no running subagent {request.subagent!r}")
+            subagents.finish(self.paths, sub.name, "killed", error="stopped by its parent (TaskStop)")
             self.children.force_stop(sub, 0.5)
             self.control.answer(caller)
         elif isinstance(request, control.AttachLead):
@@ -290,6 +291,8 @@ class Supervisor:
                 id=spec.agent_name,
                 parent=options.parent,
                 description=options.description,
+                prompt=options.prompt,
+                agent_type=options.agent_type,
                 background=options.background,
                 started_ms=now_ms(),
             ),

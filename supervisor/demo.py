@@ -1,9 +1,11 @@
-"""`agentteams demo`: a team of offline teammates works through a DAG of real shell tasks
+"""`agentteams demo`: the offline lead is handed a DAG of real shell tasks as its goal
 (generate a data set, split it, count and checksum the parts in parallel, merge a report,
-verify it), with a live view; then it shuts the team down and prints a summary."""
+verify it); it creates the tasks, spawns offline teammates, follows their reports, shuts
+them down and deletes the team, while a live view shows the team; then a summary."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -16,8 +18,9 @@ from rich.console import Console
 from rich.live import Live
 
 from ipc import trace
-from ipc.mailbox import Mailbox
+from ipc.errors import AgentTeamsError
 from supervisor import scenario as sc
+from supervisor.lead_runner import LeadProcess
 from supervisor.ps import TeamTree, describe
 from supervisor.team import Team
 from supervisor.view import console as make_console
@@ -95,30 +98,24 @@ def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
     )
 
 
+def plan_text(scenario: sc.Scenario) -> str:
+    """The pipeline as the numbered steps the offline lead reads (``N. subject [after …]: `cmd```)."""
+    numbers = {spec.key: i for i, spec in enumerate(scenario.tasks, 1)}
+    lines = [f"Teammates: {scenario.teammates[0].count}"]
+    for i, spec in enumerate(scenario.tasks, 1):
+        after = f" [after {', '.join(str(numbers[k]) for k in spec.blocked_by)}]" if spec.blocked_by else ""
+        lines.append(f"{i}. {spec.subject}{after}: `{spec.command}`")
+    return "\n".join(lines) + "\n"
+
+
 def _tree_size(tree: TeamTree) -> int:
     return sum(1 + len(m.children) for m in tree.teammates if m.pid)
-
-
-def _measure_latency(team: Team, names: list[str], samples: int) -> dict[str, float]:
-    """Messages to idle teammates, one every ~10 ms (spaced-out traffic, the normal case),
-    traced from the send to the recipient's turn."""
-    before = {s.msg_id for s in trace.spans(team.paths)}
-    for i in range(samples):
-        team.send(names[i % len(names)], f"latency sample {i}", summary="latency sample")
-        time.sleep(0.01)
-
-    def done() -> list[trace.Span]:
-        return [s for s in trace.spans(team.paths) if s.msg_id not in before and s.sent and s.taken]
-
-    deadline = time.monotonic() + 10
-    while len(done()) < samples and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return trace.percentiles([s.latency_ms for s in done()])
 
 
 def run_demo(
     root: Path, teammates: int = 4, tasks: int = 20, as_json: bool = False, wake: str = "zmq"
 ) -> dict[str, Any]:
+    """Hand the pipeline to the offline lead as a goal and watch the team do it."""
     console = make_console(stderr=as_json)
     existing = Team(TEAM, root)
     if existing.store.exists():
@@ -127,66 +124,71 @@ def run_demo(
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     scenario = pipeline(workdir, teammates, tasks)
-    started = time.monotonic()
-    os.environ["AGENTTEAMS_TRACE"] = "1"  # the team's processes inherit it: latency is measured live
+    (workdir / "plan.md").write_text(plan_text(scenario))
+    # Traces outlive the team (the lead deletes it): every message of the run, timed live.
+    traces = root / "demo-trace.jsonl"
+    traces.unlink(missing_ok=True)
+    os.environ["AGENTTEAMS_TRACE"] = str(traces)
     team = Team.create(TEAM, root=root, description=scenario.team.description, cwd=str(workdir))
     team.up(wake=wake)
     peak = TeamTree(team=TEAM, root=str(root))
-    seen_pids: set[int] = set()
-    supervisor = team.supervisor_pid()
-    try:
-        names = sc.spawn_all(team, scenario, str(workdir))
-        sc.create_tasks(team, scenario)
+    seen_pids: set[int] = {team.supervisor_pid() or 0}
+    goal = "Run the demo data pipeline in plan.md, then shut the team down.\nPlan file: plan.md"
+    lead = LeadProcess(
+        team, goal, model="offline", timeout=scenario.timeout, interactive=False, verbose=False
+    )
+    seen_pids.add(lead.pid)
+    started = time.monotonic()
 
-        def sample() -> None:
-            nonlocal peak
+    def sample() -> None:
+        nonlocal peak
+        try:
             tree = team.ps()
-            seen_pids.update(m.pid for m in tree.teammates if m.pid)
-            seen_pids.update(c.pid for m in tree.teammates for c in m.children)
-            if _tree_size(tree) >= _tree_size(peak):
-                peak = tree
+        except AgentTeamsError:
+            return  # the lead has deleted the team
+        seen_pids.update(m.pid for m in tree.teammates if m.pid)
+        seen_pids.update(c.pid for m in tree.teammates for c in m.children)
+        if _tree_size(tree) >= _tree_size(peak):
+            peak = tree
 
+    try:
         if not as_json and sys.stdout.isatty():
             with Live(render(team), console=console, refresh_per_second=4) as live:
-
-                def tick() -> None:
+                while lead.running():
                     sample()
-                    live.update(render(team, snapshot(team)))
-
-                sc.wait_settled(team, scenario.timeout, tick)
-                live.update(render(team, snapshot(team)))
+                    with contextlib.suppress(AgentTeamsError):
+                        live.update(render(team, snapshot(team)))
+                    time.sleep(0.25)
         else:
             last = -1
-
-            def progress() -> None:
-                nonlocal last
+            while lead.running():
                 sample()
-                done = sum(1 for t in team.tasks.list() if t.status == "completed")
+                done = sum(1 for t in _tasks(team) if t.status == "completed")
                 if done != last and not as_json:
                     console.print(f"[{done:>2}/{len(scenario.tasks)}] tasks completed")
                     last = done
-
-            sc.wait_settled(team, scenario.timeout, progress)
-        work_seconds = time.monotonic() - started
-        latency = _measure_latency(team, names, samples=60)
-        for name in names:  # the shutdown protocol, as a lead would use it
-            team.shutdown(name)
+                time.sleep(0.1)
     finally:
-        team.down()
-    left = sorted(pid for pid in seen_pids | {supervisor or 0} if pid and describe(pid) is not None)
-    task_list = team.tasks.list()
-    messages = sum(len(Mailbox(root, TEAM, p.stem).history()) for p in team.paths.inboxes.glob("*.json"))
+        result = lead.wait()  # an interrupt is passed on to the lead
+        team.down()  # nothing to do if the lead deleted the team
+    seconds = time.monotonic() - started
+    spans = [s for s in trace.spans(team.paths) if s.sent and s.taken]
+    os.environ.pop("AGENTTEAMS_TRACE", None)
+    latency = trace.percentiles([s.latency_ms for s in spans])
+    left = sorted(pid for pid in seen_pids if pid and describe(pid) is not None)
     summary = {
         "team": TEAM,
         "root": str(root),
         "output": str(workdir),
         "report": str(workdir / "report.md"),
         "teammates": teammates,
-        "tasks_total": len(task_list),
-        "tasks_completed": sum(1 for t in task_list if t.status == "completed"),
-        "tasks_failed": [t.id for t in task_list if t.status != "completed"],
-        "messages": messages,
-        "seconds": round(work_seconds, 2),
+        "tasks_total": len(result.tasks),
+        "tasks_completed": sum(1 for t in result.tasks if t["status"] == "completed"),
+        "tasks_failed": [t["id"] for t in result.tasks if t["status"] != "completed"],
+        "lead": {"stopped_by": result.stopped_by, "turns": result.turns, "error": result.error},
+        "answer": result.answer,
+        "messages": result.messages,
+        "seconds": round(seconds, 2),
         "wake": wake,
         "send_to_turn_ms": {k: round(v, 3) for k, v in latency.items()},
         "peak_process_tree": msgspec.to_builtins(peak),
@@ -197,20 +199,33 @@ def run_demo(
     return summary
 
 
+def _tasks(team: Team) -> list[Any]:
+    try:
+        return team.tasks.list()
+    except AgentTeamsError:
+        return []
+
+
 def print_summary(console: Console, s: dict[str, Any], workdir: Path) -> None:
     lat = s["send_to_turn_ms"]
+    console.print()
+    console.print(f"[bold]the lead said[/]\n{s['answer']}")
     console.print()
     console.print(
         f"[bold]tasks[/]      {s['tasks_completed']}/{s['tasks_total']} completed in {s['seconds']} s by {s['teammates']} teammates"
     )
-    console.print(f"[bold]messages[/]   {s['messages']} in the team's inboxes")
     console.print(
-        f"[bold]send→turn[/]  p50 {lat['p50']:.3f} ms · p90 {lat['p90']:.3f} ms · p99 {lat['p99']:.3f} ms · max {lat['max']:.3f} ms over {int(lat['n'])} messages (wake={s['wake']}; Claude Code's 500 ms poll waits 250 ms on average)"
+        f"[bold]lead[/]       {s['lead']['turns']} turns on {s['messages']} messages; {s['lead']['stopped_by']}"
+    )
+    console.print(
+        f"[bold]send→turn[/]  p50 {lat['p50']:.3f} ms · p90 {lat['p90']:.3f} ms · p99 {lat['p99']:.3f} ms · max {lat['max']:.3f} ms over the run's {int(lat['n'])} messages (wake={s['wake']}; Claude Code's 500 ms poll waits 250 ms on average)"
     )
     console.print("[bold]process tree at its peak[/]")
     tree = s["peak_process_tree"]
     sup = tree.get("supervisor") or {}
     console.print(f"  supervisor {sup.get('pid')}  rss {(sup.get('rss') or 0) // 2**20} MiB")
+    if tree.get("lead"):
+        console.print(f"  ├─ lead agent {tree['lead']['pid']}")
     if tree.get("forkserver"):
         console.print(f"  ├─ fork server {tree['forkserver']['pid']}")
     for mate in tree["teammates"]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import subprocess
 import sys
 import time
 
+from ipc.control import running_pid
 from ipc.errors import Conflict, NotRunning, SupervisorError
 from ipc.launch import SupervisorOptions
 from ipc.paths import TeamPaths
@@ -17,23 +17,8 @@ START_TIMEOUT = 30.0
 
 
 def supervisor_pid(paths: TeamPaths) -> int | None:
-    """The pid of the team's running supervisor, or None. The daemon holds a flock on
-    ``supervisor.lock`` for its whole life, so a stale pid file is never believed."""
-    runtime = paths.runtime_dir()
-    lock = runtime / "supervisor.lock"
-    if not lock.exists():
-        return None
-    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        try:
-            return int((runtime / "supervisor.pid").read_text())
-        except (OSError, ValueError):
-            return -1
-    finally:
-        os.close(fd)
-    return None
+    """The pid of the team's running supervisor, or None (see :func:`ipc.control.running_pid`)."""
+    return running_pid(paths.runtime_dir())
 
 
 def start(paths: TeamPaths, options: SupervisorOptions) -> subprocess.Popen[bytes]:

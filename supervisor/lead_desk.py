@@ -90,7 +90,8 @@ class LeadDesk:
     def _apply(self, action: lead_inbox.Action) -> None:
         children = self.sup.children
         if isinstance(action, lead_inbox.Idle):
-            children.on_idle_notification(action.name)
+            if not self.sup.zmq:  # with links, the teammate's own state frames are newer news
+                children.on_idle_notification(action.name)
             child = children.by_name.get(action.name)
             if child is not None and child.state != TeammateState.STOPPING:
                 self.sup.files.inactive(action.name)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ipc.clock import now_iso
+from ipc.plans import review_plan
 from ipc.schemas import (
     IdleNotification,
     InboxMessage,
@@ -23,7 +24,6 @@ from ipc.schemas import (
     ShutdownRejected,
     parse_body,
 )
-from supervisor.approvals import review_plan
 
 
 @dataclass(frozen=True)

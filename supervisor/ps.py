@@ -351,24 +351,42 @@ def print_tree(tree: TeamTree) -> None:
     )
     if tree.forkserver:
         print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
+    # Subagents are printed under their parent (the lead or a teammate).
+    subagents: dict[str, list[MateTree]] = {}
+    for mate in tree.teammates:
+        if mate.role == "subagent":
+            subagents.setdefault(mate.parent, []).append(mate)
+    shown = {m.name for m in tree.teammates if m.role != "subagent"} | ({"team-lead"} if tree.lead else set())
     if tree.lead:
         print(
             f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {_mib(tree.lead.rss)} MiB"
         )
+        for sub in subagents.get("team-lead", []):
+            _print_mate(sub, "│   ")
     for mate in tree.teammates:
-        proc = mate.process
-        task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
-        role = f" ({mate.role} of {mate.parent})" if mate.role != "teammate" else ""
-        print(
-            f"├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
-            f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
-            f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
-        )
-        for child in mate.children:
-            indent = "    " * (child.depth - 1)
-            print(f"│   {indent}└─ {child.pid:>7}  cpu {child.cpu_percent:>3.0f}%  {child.cmdline[:80]}")
+        if mate.role != "subagent":
+            _print_mate(mate, "")
+            for sub in subagents.get(mate.name, []):
+                _print_mate(sub, "│   ")
+        elif mate.parent not in shown:
+            _print_mate(mate, "")
     if failed:
         print(failed.lstrip("\n"))
+
+
+def _print_mate(mate: MateTree, indent: str) -> None:
+    proc = mate.process
+    task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
+    role = f" (subagent of {mate.parent})" if mate.role == "subagent" else ""
+    print(
+        f"{indent}├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
+        f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
+        f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
+    )
+    for child in mate.children:
+        print(
+            f"│   {indent}{'    ' * (child.depth - 1)}└─ {child.pid:>7}  cpu {child.cpu_percent:>3.0f}%  {child.cmdline[:80]}"
+        )
 
 
 def print_snapshot(snap: Snapshot) -> None:

@@ -69,31 +69,38 @@ def check_spawn(
     if not os.path.isdir(cwd):
         raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
     resolve_agent_type(options.agent_type, Path(cwd))
-    if uses_api(options.model) and not (
+    check_api_key(
+        options.model, f"(set it, then 'agentteams down {ctx.team}' and 'agentteams up {ctx.team}')"
+    )
+    return options, cwd
+
+
+def check_api_key(model: str, remedy: str) -> None:
+    """A model that calls the Anthropic API needs a key where it will run."""
+    if uses_api(model) and not (
         os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
     ):
-        raise InvalidInput(
-            f"model {options.model!r} needs ANTHROPIC_API_KEY in the team's environment "
-            f"(set it, then 'agentteams down {ctx.team}' and 'agentteams up {ctx.team}')"
-        )
-    return options, cwd
+        raise InvalidInput(f"model {model!r} needs ANTHROPIC_API_KEY in the team's environment {remedy}")
 
 
 def subagent_spec(
     ctx: TeamContext, config: TeamConfig, options: SubagentOptions, parent: LaunchSpec | None
 ) -> LaunchSpec:
     """A subagent of ``parent`` (None: the lead agent), with its parent's cwd, color and
-    permission mode unless asked otherwise, and its model if ``inherit``."""
+    permission mode unless asked otherwise; for model ``inherit``, its definition's model or
+    else its parent's."""
     check_permission_mode(options.permission_mode)
     lead = config.member("team-lead")
     cwd = (
         parent.cwd if parent is not None else (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     )
-    resolve_agent_type(options.agent_type, Path(cwd))
+    definition = resolve_agent_type(options.agent_type, Path(cwd))
     model = options.model
-    if model == "inherit":
-        inherited = parent.model if parent is not None else (lead.model_name if lead is not None else "")
-        model = inherited or "offline"
+    if model == "inherit":  # the agent definition's model, else the parent's (seed 002)
+        if definition.model and definition.model != "inherit":
+            model = definition.model
+        else:
+            model = options.parent_model or (parent.model if parent is not None else "") or "offline"
     check_model(model)
     sub_id = f"sub-{secrets.token_hex(4)}"
     return ctx.base(

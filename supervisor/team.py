@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ipc import control
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, NotRunning, Timeout
-from ipc.launch import SpawnReply, StopReply, SupervisorOptions, TeammateOptions, TeamStatus
+from ipc.launch import LeadResult, SpawnReply, StopReply, SupervisorOptions, TeammateOptions, TeamStatus
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.paths import TeamPaths
@@ -22,6 +22,7 @@ from ipc.storage import read_jsonl
 from ipc.tasks import TaskList
 from ipc.wake import Waker
 from supervisor import launcher
+from supervisor.lead_runner import LeadProcess
 
 if TYPE_CHECKING:
     from supervisor.ps import TeamTree
@@ -309,6 +310,18 @@ class Team:
             if time.monotonic() >= deadline:
                 raise Timeout(f"condition not met within {timeout:g}s")
             time.sleep(interval)
+
+    # ------------------------------------------------------------ a lead agent
+
+    def lead(
+        self, prompt: str, *, model: str = "offline", timeout: float | None = None, verbose: bool = False
+    ) -> LeadResult:
+        """Hand the team a goal: a lead agent (its own process) runs until the team's work is
+        done, the lead deletes the team, or ``timeout`` s (SPEC §11). A supervisor this
+        starts is brought down again at the end."""
+        return LeadProcess(
+            self, prompt, model=model, timeout=timeout, interactive=False, verbose=verbose
+        ).wait()
 
     def ps(self) -> TeamTree:
         from supervisor.ps import team_tree

@@ -4,6 +4,7 @@ exit or stop changes in config.json, the task list, events.jsonl and subagent re
 from __future__ import annotations
 
 import logging
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,8 @@ class TeamFiles:
 
     def terminated(self, event: TeammateTerminated) -> None:
         append_line(self.sup.paths.events, msgspec.json.encode(event))
+        if self.sup.lead.pid is not None:
+            self.sup.wake_agent(LEAD_NAME)  # a lead agent hears of it as its next turn
 
     def request_shutdown(self, name: str, reason: str) -> str:
         response = self.sup.messenger.send_shutdown_request(LEAD_NAME, name, reason)
@@ -71,11 +74,12 @@ class TeamFiles:
     def subagent_exited(self, spec: LaunchSpec, code: int) -> None:
         """A subagent that died without saying how it ended: its parent is told it failed."""
         how = f"signal {-code}" if code < 0 else f"exit {code}"
+        killed = code < 0 or code == 128 + signal.SIGTERM  # a teammate exits 128+n on a signal
         try:
             subagents.finish(
                 self.sup.paths,
                 spec.agent_name,
-                "killed" if code < 0 else "failed",
+                "killed" if killed else "failed",
                 error=f"its process ended ({how})",
             )
         except AgentTeamsError as exc:

@@ -76,3 +76,32 @@ def wait_for_gone(pids: set[int], timeout: float = 10.0) -> list[int]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+def processes_under(root: Path) -> list[int]:
+    """Live processes of the team state under ``root``: supervisors and leads (``--root`` in
+    their command line), fork servers, teammates, subagents and their tools (its
+    ``AGENTTEAMS_ROOT`` in their environment)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if str(root) in " ".join(proc.info["cmdline"] or []) or proc.environ().get(
+                "AGENTTEAMS_ROOT"
+            ) == str(root):
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def nothing_left_under(root: Path, timeout: float = 10.0) -> None:
+    """Wait for every process of ``root`` to be gone; kill and fail if some stay."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_under(root)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left running: {left}"

@@ -44,7 +44,21 @@ def box(cwd: Path, agent_type: str = "general-purpose", mode: str = "") -> ToolB
 @pytest.mark.parametrize(
     ("agent_type", "work"),
     [
-        ("general-purpose", {"Bash", "Read", "Write", "Edit", "Glob", "Grep", "ExitPlanMode"}),
+        (
+            "general-purpose",
+            {
+                "Bash",
+                "Read",
+                "Write",
+                "Edit",
+                "Glob",
+                "Grep",
+                "ExitPlanMode",
+                "Agent",
+                "TaskOutput",
+                "TaskStop",
+            },
+        ),
         ("Explore", {"Read", "Glob", "Grep"}),
         ("Plan", {"Read", "Glob", "Grep", "ExitPlanMode"}),
         ("Bash", {"Bash"}),
@@ -103,7 +117,14 @@ def test_a_definition_that_cannot_be_read_is_never_widened_into_all_tools(tmp_pa
 def test_plan_mode_offers_only_read_only_and_coordination_tools(tmp_path: Path) -> None:
     tools = box(tmp_path)
     tools.ctx.plan_mode = True
-    assert {s["name"] for s in tools.schemas()} == COORD | {"Read", "Glob", "Grep", "ExitPlanMode"}
+    # Subagents stay offered: one started in plan mode runs in plan mode (tools/agent.py).
+    delegation = {"Agent", "TaskOutput", "TaskStop"}
+    assert {s["name"] for s in tools.schemas()} == COORD | {
+        "Read",
+        "Glob",
+        "Grep",
+        "ExitPlanMode",
+    } | delegation
     denied = tools.call("Write", {"file_path": "x.txt", "content": "x"})
     assert denied.is_error and "plan mode" in denied.content and not (tmp_path / "x.txt").exists()
 

@@ -206,13 +206,22 @@ def test_demo_end_to_end(root: Path) -> None:
     summary = json.loads(result.stdout)
     assert summary["tasks_completed"] == summary["tasks_total"] == 20
     assert summary["left_running"] == []
-    assert summary["send_to_turn_ms"]["n"] == 60
+    # The offline lead drove it: it reported, shut the team down and deleted it.
+    assert summary["lead"]["stopped_by"] == "done" and summary["answer"].startswith("Done: 20 of 20 tasks")
+    assert not (root / "teams" / "demo").exists()
+    assert summary["send_to_turn_ms"]["n"] >= 20  # reports, idle notifications, shutdowns
+    assert peak_has_lead(summary)
     peak = summary["peak_process_tree"]
     pids = [m["pid"] for m in peak["teammates"]] + [peak["supervisor"]["pid"]]
     assert len(peak["teammates"]) == 4 and alive(pids) == []
     report = Path(summary["report"]).read_text()
     assert "| total | 200000 |" in report
     assert os.path.exists(summary["output"])
+
+
+def peak_has_lead(summary: dict[str, Any]) -> bool:
+    lead = summary["peak_process_tree"]["lead"]
+    return lead is not None and alive([lead["pid"]]) == []
 
 
 def test_watch_prints_a_frame(demo: Path) -> None:

@@ -15,6 +15,10 @@ def load_model(spec: str, context: ModelContext) -> Model:
     bare Claude id); or ``python:MODULE:CLASS``, a class taking a ModelContext."""
     check_model(spec)
     if spec == "offline":
+        if context.spec.role == "lead":
+            from agentproc.models.offline_lead import OfflineLead
+
+            return OfflineLead(context)
         return OfflineModel()
     if uses_api(spec):
         from agentproc.models.anthropic_model import AnthropicModel

@@ -10,30 +10,8 @@ from typing import Any
 import anthropic
 
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
+from agentproc.models.prompts import system_prompt
 from agentproc.tools import ToolBox
-from ipc.agents import AgentDefinition
-from ipc.launch import LaunchSpec
-
-
-def system_prompt(spec: LaunchSpec, definition: AgentDefinition) -> str:
-    parts = [
-        f"You are {spec.agent_name}, a teammate in the agent team '{spec.team_name}' (agent id {spec.agent_id}). "
-        "The lead is 'team-lead'. You share a task list with your teammates and talk to them only with the "
-        "SendMessage tool; your plain text output is not seen by anyone.",
-        "Your duties: claim and work through open tasks (TaskList, TaskUpdate with owner and status); mark a task "
-        "completed only when it is really done; report results to team-lead with SendMessage (type 'message', with a "
-        "short summary); answer teammates' messages; when you receive a shutdown_request, answer it with SendMessage "
-        "type 'shutdown_response', its request_id and approve=true unless you are in the middle of something that "
-        "must finish.",
-        f"Messages from teammates arrive wrapped in <teammate-message> tags. Your working directory is {spec.cwd}.",
-    ]
-    if spec.plan_mode_required:
-        parts.append(
-            "You start in plan mode: read-only. Write a plan and submit it with ExitPlanMode; act only after it is approved."
-        )
-    if definition.prompt:
-        parts.append(definition.prompt)
-    return "\n\n".join(parts)
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -75,7 +53,7 @@ class AnthropicModel:
             self.transcript.append("assistant", content)
             uses = [b for b in response.content if b.type == "tool_use"]
             if not uses:
-                return TurnOutcome()
+                return TurnOutcome(final_text="".join(b.text for b in response.content if b.type == "text"))
             results = []
             for use in uses:  # every tool_use answered, in order, in the next user message
                 result = tools.call(

@@ -9,9 +9,12 @@ from agentproc.tools import ToolBox
 from agentproc.transcript import Transcript
 from ipc.agents import AgentDefinition
 from ipc.launch import LaunchSpec
-from ipc.schemas import ProtocolBody
+from ipc.schemas import InboxMessage, ProtocolBody
 
-TurnKind = Literal["message", "claim", "shutdown", "user"]
+# message: one inbox message; claim: a task claimed; shutdown: a shutdown request; user: from
+# the person (or the lead's prompt); notification: a background subagent ended; inbox: the
+# lead's batch of inbox messages and events.
+TurnKind = Literal["message", "claim", "shutdown", "user", "notification", "inbox"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Turn:
     task_id: str = ""  # for claim turns and task assignments
     content: str = ""  # the raw message text, unwrapped
     is_prompt: bool = False  # the spawn prompt: the first message of the inbox, from the lead
+    batch: tuple[InboxMessage, ...] = ()  # the lead's turn: the inbox messages it carries
 
 
 @dataclass(frozen=True)

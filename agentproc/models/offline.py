@@ -9,6 +9,7 @@ shutdown requests are approved.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from agentproc.models.base import Turn, TurnOutcome
@@ -22,6 +23,10 @@ MAX_PLAN_ATTEMPTS = 3
 
 class OfflineModel:
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
+        if tools.ctx.spec.role == "subagent":
+            return self._subagent(turn, tools)
+        if turn.kind == "notification":
+            return TurnOutcome()  # a background subagent's result: nothing more to do with it
         if isinstance(turn.body, ShutdownRequest):
             tools.call(
                 "SendMessage",
@@ -51,6 +56,21 @@ class OfflineModel:
                 },
             )
         return TurnOutcome()
+
+    @staticmethod
+    def _subagent(turn: Turn, tools: ToolBox) -> TurnOutcome:
+        """A subagent's one job: run each `backticked` command of its prompt; its answer is
+        their output. A command that fails fails the subagent."""
+        commands = re.findall(r"`([^`\n]+)`", turn.content)
+        if not commands:
+            return TurnOutcome(final_text=f"Nothing to run in: {turn.content.strip()[:200]}")
+        outputs = []
+        for command in commands:
+            result = tools.call("Bash", {"command": command, "description": "subagent step"})
+            if result.is_error:
+                return TurnOutcome(failure_reason=f"`{command}` failed: {result.content[-1000:]}")
+            outputs.append(result.content.strip())
+        return TurnOutcome(final_text="\n".join(outputs))
 
     @staticmethod
     def _give_back(tools: ToolBox, task: dict[str, Any], error: str, status: str) -> None:

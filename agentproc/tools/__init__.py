@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentproc.context import AgentContext
+from agentproc.tools.agent import AGENT, TASK_OUTPUT, TASK_STOP
 from agentproc.tools.base import Decision, PermissionPolicy, Tool, ToolBox, ToolFailure, ToolResult
 from agentproc.tools.bash import BASH
 from agentproc.tools.files import EDIT, GLOB, GREP, READ, WRITE
@@ -23,16 +24,18 @@ ALL_TOOLS: list[Tool] = [
     GLOB,
     GREP,
     EXIT_PLAN_MODE,
+    AGENT,
+    TASK_OUTPUT,
+    TASK_STOP,
 ]
 
 
 def toolbox_for(
     ctx: AgentContext, definition: AgentDefinition, policy: PermissionPolicy, extra: list[Tool] | None = None
 ) -> ToolBox:
-    """The tools ``definition`` allows (plus ``extra``, e.g. the lead's), checked by ``policy``."""
+    """The tools ``definition`` allows, plus ``extra`` (the lead's own), checked by ``policy``."""
     names = set(allowed_tools(definition))
-    tools = [t for t in [*ALL_TOOLS, *(extra or [])] if t.name in names]
-    return ToolBox(ctx, tools, policy)
+    return ToolBox(ctx, [*(t for t in ALL_TOOLS if t.name in names), *(extra or [])], policy)
 
 
 __all__ = [

@@ -61,6 +61,8 @@ class PermissionPolicy(Protocol):
 
 
 _call_ids = itertools.count(1)
+# Claude Code 2.1.38 calls the Agent tool Task; a model that uses either name is understood.
+ALIASES = {"Task": "Agent"}
 
 
 def as_json(value: Any) -> str:
@@ -120,7 +122,7 @@ class ToolBox:
         return result
 
     def _call(self, name: str, args: dict[str, Any], tool_use_id: str) -> ToolResult:
-        tool = self.tools.get(name)
+        tool = self.tools.get(ALIASES.get(name, name))
         if tool is None:
             return ToolResult(
                 f"Error: no tool named {name!r} is available to this agent; available: {', '.join(self.tools)}",

@@ -15,10 +15,18 @@ import msgspec
 from agentproc import hooks
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, require
+from agentproc.tools.lead import answer_permission, answer_plan
 from ipc.clock import now_iso
 from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
 
-MESSAGE_TYPES = ("message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_response")
+MESSAGE_TYPES = (
+    "message",
+    "broadcast",
+    "shutdown_request",
+    "shutdown_response",
+    "plan_approval_response",
+    "permission_response",
+)
 
 
 def normalise_send(args: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +42,7 @@ def normalise_send(args: dict[str, Any]) -> dict[str, Any]:
         out["recipient"] = to
         if kind == "shutdown_request":
             out["content"] = message.get("reason")
-        elif kind in ("shutdown_response", "plan_approval_response"):
+        elif kind in ("shutdown_response", "plan_approval_response", "permission_response"):
             out.update(
                 request_id=message.get("request_id"),
                 approve=message.get("approve"),
@@ -98,8 +106,12 @@ def _send_message(ctx: AgentContext, args: dict[str, Any]) -> str:
                 "request_id": request_id,
             }
         )
-    if kind == "plan_approval_response":
-        raise ToolFailure("only the team lead answers plan approval requests")
+    if kind in ("plan_approval_response", "permission_response"):
+        if ctx.spec.role != "lead":
+            raise ToolFailure("only the team lead answers plan approval and permission requests")
+        return as_json(
+            answer_plan(ctx, args) if kind == "plan_approval_response" else answer_permission(ctx, args)
+        )
     raise ToolFailure(f"'type' must be one of {', '.join(MESSAGE_TYPES)}")
 
 
@@ -142,11 +154,15 @@ def _task_create(ctx: AgentContext, args: dict[str, Any]) -> str:
     )
     if outcome.blocked:
         raise ToolFailure(f"a TaskCreated hook refused the task: {outcome.feedback}")
+    blocked_by = args.get("addBlockedBy") or []
+    if not isinstance(blocked_by, list):
+        raise ToolFailure("'addBlockedBy' is a list of task ids")
     task = ctx.tasks.create(
         require(args, "subject"),
         args.get("description") or "",
         active_form=args.get("activeForm"),
         metadata=metadata if isinstance(metadata, dict) else None,
+        blocked_by=[str(b) for b in blocked_by],
     )
     return as_json({"task": {"id": task.id, "subject": task.subject}})
 
@@ -213,7 +229,10 @@ def _task_update(ctx: AgentContext, args: dict[str, Any]) -> str:
 
 TASK_CREATE = Tool(
     name="TaskCreate",
-    description="Create a task in the team's shared task list.",
+    description=(
+        "Create a task in the team's shared task list. addBlockedBy (an agentteams addition) sets its blockers "
+        "as it is created, so no teammate can claim it before them."
+    ),
     input_schema={
         "type": "object",
         "properties": {
@@ -221,6 +240,7 @@ TASK_CREATE = Tool(
             "description": {"type": "string"},
             "activeForm": {"type": "string"},
             "metadata": {"type": "object"},
+            "addBlockedBy": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["subject", "description"],
     },

@@ -1,0 +1,96 @@
+"""What the lead's model is shown for what arrived: each inbox message wrapped as Claude Code
+wraps a teammate's message, protocol messages rendered as events it can act on (with how to
+answer them), and teammates that terminated. Pure functions, tested without processes."""
+
+from __future__ import annotations
+
+import json
+
+from msgspec import UNSET
+
+from agentproc.models import wrap_message
+from ipc.schemas import (
+    IdleNotification,
+    InboxMessage,
+    PermissionRequest,
+    PlanApprovalRequest,
+    ShutdownApproved,
+    ShutdownRejected,
+    TeammateTerminated,
+    parse_body,
+)
+
+
+def _idle(body: IdleNotification) -> str:
+    parts = [f"[idle] {body.from_} is idle ({body.idle_reason})."]
+    if body.completed_task_id is not UNSET:
+        parts.append(f"It finished task #{body.completed_task_id} ({body.completed_status}).")
+    if body.failure_reason is not UNSET:
+        parts.append(f"Its last turn failed: {body.failure_reason}")
+    if body.summary is not UNSET:
+        parts.append(f"Its last message: {body.summary}")
+    if body.result is not UNSET and body.result:
+        parts.append(f"Its last words: {body.result}")
+    return " ".join(parts)
+
+
+def _plan(body: PlanApprovalRequest) -> str:
+    answer = {
+        "type": "plan_approval_response",
+        "recipient": body.from_,
+        "request_id": body.request_id,
+        "approve": True,
+    }
+    return (
+        f"[plan approval request] {body.from_} asks you to approve its plan (request_id {body.request_id}):\n"
+        f"<plan>\n{body.plan_content}\n</plan>\n"
+        f"Approve with SendMessage {json.dumps(answer)}, or reject with approve false and your feedback in "
+        "'content'."
+    )
+
+
+def _permission(body: PermissionRequest) -> str:
+    answer = {
+        "type": "permission_response",
+        "recipient": body.agent_id,
+        "request_id": body.request_id,
+        "approve": True,
+    }
+    return (
+        f"[permission request] {body.agent_id} asks to run {body.tool_name}: {body.description}\n"
+        f"Input: {json.dumps(body.input, ensure_ascii=False)[:2000]}\n"
+        f"Allow with SendMessage {json.dumps(answer)}, or deny with approve false and the reason in 'content'."
+    )
+
+
+def render_message(message: InboxMessage) -> str:
+    """One inbox message as the lead's model reads it."""
+    body = parse_body(message.text)
+    if isinstance(body, IdleNotification):
+        text = _idle(body)
+    elif isinstance(body, PlanApprovalRequest):
+        text = _plan(body)
+    elif isinstance(body, PermissionRequest):
+        text = _permission(body)
+    elif isinstance(body, ShutdownApproved):
+        text = f"[shutdown approved] {body.from_} approved your shutdown request and is leaving the team."
+    elif isinstance(body, ShutdownRejected):
+        text = f"[shutdown rejected] {body.from_} will keep working: {body.reason}"
+    else:
+        text = message.text
+    return wrap_message(message.from_, text, message.color_name, message.summary_text)
+
+
+def render_event(event: TeammateTerminated) -> str:
+    how = f"signal {event.signal}" if event.signal is not UNSET else f"exit {event.exit_code}"
+    text = f"[teammate terminated] {event.name} has {event.status} ({how})"
+    if event.detail and event.detail != how:
+        text += f": {event.detail}"
+    if event.released_tasks:
+        text += f". Its tasks {', '.join('#' + t for t in event.released_tasks)} are open again"
+    text += "; it is being restarted." if event.restarting else "; it is no longer in the team."
+    return f"<system-event>\n{text}\n</system-event>"
+
+
+def render_batch(messages: list[InboxMessage], events: list[TeammateTerminated]) -> str:
+    return "\n\n".join([*(render_message(m) for m in messages), *(render_event(e) for e in events)])

@@ -1,0 +1,85 @@
+"""Subagents from the parent's side (seed 002): start one through the supervisor, wait for
+its result, and turn finished background ones into ``<task-notification>`` turns."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+
+from agentproc.context import AgentContext
+from ipc import control, subagents
+from ipc.errors import AgentTeamsError
+from ipc.launch import SubagentOptions, SubagentReply, SubagentResult
+
+
+def start(ctx: AgentContext, options: SubagentOptions) -> SubagentReply:
+    reply: SubagentReply = ctx.control().call(
+        control.SpawnSubagent(id=control.new_id(), options=options), timeout=60
+    )
+    if options.background:
+        ctx.background.add(reply.id)
+    return reply
+
+
+def wait(ctx: AgentContext, subagent: str, timeout: float | None = None) -> SubagentResult:
+    """The subagent's result once it has ended (or as it stands after ``timeout`` s). Its end
+    wakes us; link frames that arrive meanwhile are kept for the loop."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        result = subagents.read(ctx.paths, subagent)
+        if result.status != "running":
+            return result
+        remaining = 5.0 if deadline is None else deadline - time.monotonic()
+        if remaining <= 0:
+            return result
+        woke = ctx.channel.wait(min(remaining, 5.0))
+        ctx.frames.extend(woke.frames)
+
+
+def stop(ctx: AgentContext, subagent: str) -> None:
+    ctx.control().call(control.StopSubagent(id=control.new_id(), subagent=subagent), timeout=10)
+
+
+def mark_notified(ctx: AgentContext, result: SubagentResult) -> None:
+    """Its parent has its result (a notification turn, TaskOutput, or the sync tool result)."""
+    ctx.background.discard(result.id)
+    if not result.notified:
+        subagents.write(ctx.paths, msgspec.structs.replace(result, notified=True))
+
+
+def next_notification(ctx: AgentContext) -> SubagentResult | None:
+    """One of this agent's background subagents that has ended and not been reported yet
+    (only the ones this process started are looked at: no directory scan per turn)."""
+    for subagent in sorted(ctx.background):
+        try:
+            result = subagents.read(ctx.paths, subagent)
+        except AgentTeamsError:
+            ctx.background.discard(subagent)  # its record is gone (the team was deleted)
+            continue
+        if result.status != "running" and not result.notified:
+            return result
+    return None
+
+
+def running(ctx: AgentContext) -> list[str]:
+    """This agent's subagents that are still running."""
+    try:
+        return [r.id for r in subagents.of_parent(ctx.paths, ctx.name) if r.status == "running"]
+    except AgentTeamsError:
+        return []
+
+
+def notification(result: SubagentResult, output_file: str) -> str:
+    """Claude Code's ``<task-notification>`` for a background subagent that has ended."""
+    summary = f'Agent "{result.description or result.id}" {result.status}'
+    body = result.result if result.status == "completed" else (result.error or result.result)
+    return (
+        "<task-notification>\n"
+        f"<task-id>{result.id}</task-id>\n"
+        f"<output-file>{output_file}</output-file>\n"
+        f"<status>{result.status}</status>\n"
+        f"<summary>{summary}</summary>\n"
+        f"<result>{body}</result>\n"
+        "</task-notification>"
+    )

@@ -1,0 +1,407 @@
+"""The lead agent (SPEC §11) driven by the real `anthropic` SDK against a local Messages API
+server with scripted turns, and the offline lead end to end: real supervisors, teammates,
+subagents and files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipc.config import TeamConfigStore
+from ipc.schemas import PlanApprovalResponse, parse_body
+from ipc.tasks import TaskList
+from supervisor import Team
+from supervisor.lead_runner import LeadProcess
+from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, text, tool_uses
+from tests.runtime_helpers import alive, nothing_left_under, running_team, wait_for
+
+LEAD_MODEL = "anthropic:claude-test"
+
+
+@pytest.fixture(autouse=True)
+def _api_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
+
+
+def serve(script: Any, monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
+    api = FakeAnthropic(script)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    return api
+
+
+def results(request: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """The tool results of the request's last user message: id -> (content, is_error)."""
+    content = last_user_content(request)
+    if not isinstance(content, list):
+        return {}
+    return {
+        b["tool_use_id"]: (b["content"], bool(b.get("is_error")))
+        for b in content
+        if b.get("type") == "tool_result"
+    }
+
+
+def turn_text(request: dict[str, Any]) -> str:
+    content = last_user_content(request)
+    return content if isinstance(content, str) else ""
+
+
+def is_lead(request: dict[str, Any]) -> bool:
+    return "You are team-lead" in str(request.get("system", ""))
+
+
+def worker(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "description": f"teammate {name}",
+        "name": name,
+        "prompt": "Work the task list.",
+        "model": "offline",
+        **extra,
+    }
+
+
+def background(description: str, prompt: str) -> dict[str, Any]:
+    """Agent tool input for an offline background subagent."""
+    return {"description": description, "prompt": prompt, "run_in_background": True, "model": "offline"}
+
+
+def wrap_up(root: Path, team: str, state: dict[str, Any]) -> Reply:
+    """Once every task is completed: ask each teammate to leave, then delete the team."""
+    tasks = TaskList(root, team).list()
+    members = TeamConfigStore(root, team).read().teammates()
+    if tasks and all(t.status == "completed" for t in tasks):
+        if not members:
+            return tool_uses(("delete", "TeamDelete", {}))
+        if not state.get("asked"):
+            state["asked"] = True
+            # 2.1.330's SendMessage spelling: {to, message: {type, reason}}
+            return tool_uses(
+                *[
+                    (
+                        f"bye-{m.name}",
+                        "SendMessage",
+                        {"to": m.name, "message": {"type": "shutdown_request", "reason": "done"}},
+                    )
+                    for m in members
+                ]
+            )
+    return text("Noted; waiting for the team.")
+
+
+def test_a_lead_model_runs_a_three_task_dag_with_two_teammates_to_the_end(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order = root / "order.txt"
+    state: dict[str, Any] = {}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        assert is_lead(request)
+        done = results(request)
+        if "GOAL" in turn_text(request):
+            return tool_uses(
+                *[
+                    (
+                        f"c{i}",
+                        "TaskCreate",
+                        {"subject": s, "description": s, "metadata": {"command": f"echo {s} >> {order}"}},
+                    )
+                    for i, s in enumerate("abc", 1)
+                ]
+            )
+        if "c1" in done:
+            return tool_uses(
+                ("u1", "TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]}),
+                ("u2", "TaskUpdate", {"taskId": "3", "addBlockedBy": ["2"]}),
+                ("s1", "Agent", worker("alice")),
+                (
+                    "s2",
+                    "Task",
+                    worker("bob", team_name="t", subagent_type="general-purpose"),
+                ),  # 2.1.38's name
+            )
+        if "delete" in done:
+            assert not done["delete"][1], done
+            return text("All three tasks are done.")
+        if done:
+            return text("The team is at work.")
+        return wrap_up(root, "t", state)
+
+    with serve(script, monkeypatch) as api:
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: a, then b, then c.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done", result
+    assert result.answer == "All three tasks are done."
+    assert order.read_text().split() == ["a", "b", "c"]  # in dependency order
+    assert sorted(result.teammates) == ["alice", "bob"]
+    assert [t["status"] for t in result.tasks] == ["completed"] * 3
+    assert not team.store.exists()  # the lead deleted its team
+    turns = [turn_text(r) for r in api.requests]
+    assert any('<teammate-message teammate_id="alice"' in t and "Completed task #" in t for t in turns)
+    assert any("[shutdown approved] bob" in t or "[teammate terminated] bob" in t for t in turns)
+    nothing_left_under(root)
+
+
+def test_the_lead_model_rejects_a_plan_once_with_feedback_then_approves_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = root / "planned.txt"
+    seen: list[str] = []
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        turn = turn_text(request)
+        if "GOAL" in turn:
+            return tool_uses(
+                (
+                    "c1",
+                    "TaskCreate",
+                    {"subject": "Write it", "description": "x", "metadata": {"command": f"echo ok > {out}"}},
+                ),
+                ("s1", "Agent", worker("planner", mode="plan")),
+            )
+        if "[plan approval request]" in turn:
+            request_id = re.search(r"request_id ([^\s)]+)\)", turn)
+            assert request_id is not None
+            seen.append(request_id[1])
+            answer = {"type": "plan_approval_response", "recipient": "planner", "request_id": request_id[1]}
+            if len(seen) == 1:
+                return tool_uses(
+                    (
+                        "p1",
+                        "SendMessage",
+                        {**answer, "approve": False, "content": "Add a step that checks it."},
+                    )
+                )
+            return tool_uses(("p2", "SendMessage", {**answer, "approve": True}))
+        return text("ok")
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: write it, with a plan first.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done", result
+    assert out.read_text() == "ok\n" and len(seen) == 2
+    answers = [
+        b
+        for m in team.inbox("planner").history()
+        if isinstance(b := parse_body(m.text), PlanApprovalResponse)
+    ]
+    assert [a.approved for a in answers] == [False, True]
+    assert answers[0].feedback == "Add a step that checks it."
+    assert not team.is_up()  # the supervisor the lead started is down again; the team stays
+    nothing_left_under(root)
+
+
+def test_a_permission_request_reaches_the_lead_as_a_turn_and_its_answer_unblocks_the_teammate(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("from outside\n")
+    copied = root / "copied.txt"
+    asked: list[str] = []
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        turn = turn_text(request)
+        if "GOAL" in turn:
+            command = f"cat {outside}/secret.txt > {copied}"
+            return tool_uses(
+                (
+                    "c1",
+                    "TaskCreate",
+                    {"subject": "Copy it", "description": "x", "metadata": {"command": command}},
+                ),
+                ("s1", "Agent", worker("copier")),
+            )
+        if "[permission request]" in turn:
+            answer = re.search(r"Allow with SendMessage (\{.*?\})", turn)
+            assert answer is not None
+            asked.append(turn)
+            return tool_uses(("p1", "SendMessage", json.loads(answer[1])))
+        return text("ok")
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: copy the file in.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done", result
+    assert len(asked) == 1 and "copier asks to run Bash" in asked[0] and str(outside) in asked[0]
+    assert copied.read_text() == "from outside\n"
+    nothing_left_under(root)
+
+
+def test_sync_and_background_subagents_task_output_and_task_stop(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        done, turn = results(request), turn_text(request)
+        if "GOAL" in turn:
+            return tool_uses(
+                (
+                    "a1",
+                    "Agent",
+                    {"description": "sync helper", "prompt": "Run `echo sub-sync`", "model": "offline"},
+                )
+            )
+        if "a1" in done:
+            seen["sync"] = done["a1"]
+            return tool_uses(("a2", "Agent", background("bg helper", "Run `sleep 0.3; echo sub-bg`")))
+        if "a2" in done:
+            seen["launched"] = json.loads(done["a2"][0])
+            return text("The helper runs in the background.")
+        if "<task-notification>" in turn:
+            seen["notification"] = turn
+            slow = background("slow", "`sleep 60`")
+            return tool_uses(("a3", "Agent", slow))
+        if "a3" in done:
+            seen["slow"] = json.loads(done["a3"][0])["agentId"]
+            return tool_uses(("a4", "TaskOutput", {"task_id": seen["slow"], "block": False}))
+        if "a4" in done:
+            seen["output"] = json.loads(done["a4"][0])
+            return tool_uses(("a5", "TaskStop", {"task_id": seen["slow"]}))
+        if "a5" in done:
+            seen["stop"] = done["a5"]
+            return text("Helpers done.")
+        return text("?")
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: use helpers.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done", result
+    assert result.answer == "Helpers done."
+    assert seen["sync"] == ("sub-sync", False)
+    assert seen["launched"]["status"] == "async_launched" and seen["launched"]["agentId"].startswith("sub-")
+    assert "<status>completed</status>" in seen["notification"] and "sub-bg" in seen["notification"]
+    assert seen["output"]["status"] == "running"
+    stop, is_error = seen["stop"]
+    assert not is_error and json.loads(stop)["status"] == "killed"
+    # The subagents' conversations are sidechains of the lead's transcript.
+    lines = [json.loads(x) for x in team.paths.transcript("team-lead").read_text().splitlines()]
+    sidechains = {e["agentId"] for e in lines if e.get("isSidechain")}
+    assert seen["launched"]["agentId"] in sidechains and len(sidechains) == 3
+    nothing_left_under(root)
+
+
+def test_kill_9_of_a_parent_leaves_no_subagent_running(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if "GOAL" in turn_text(request):
+            slow = background("slow", "`sleep 60`")
+            return tool_uses(("a1", "Agent", slow))
+        return text("Waiting for the helper.")
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        lead = LeadProcess(
+            team, "GOAL: start a slow helper.", model=LEAD_MODEL, timeout=60, interactive=False, verbose=False
+        )
+        try:
+
+            def helper() -> Any:
+                return next((t for t in team.status().teammates if t.role == "subagent" and t.pid), None)
+
+            sub = wait_for(helper)
+            wait_for(lambda: len(team.ps().teammates[0].children) > 0)  # its `sleep 60`
+            tool = team.ps().teammates[0].children[0].pid
+            shown = subprocess.run(
+                [sys.executable, "-m", "supervisor.cli", "ps", "t", "--root", str(root)],
+                capture_output=True,
+                text=True,
+            ).stdout
+            lines = shown.splitlines()
+            lead_line = next(i for i, line in enumerate(lines) if line.startswith("├─ team-lead"))
+            assert (
+                lines[lead_line + 1].startswith(f"│   ├─ {sub.name}") and "(subagent of team-lead)" in shown
+            )
+
+            os.kill(lead.pid, signal.SIGKILL)
+            wait_for(lambda: not alive([sub.pid, tool]))
+            record = json.loads(team.paths.subagent_result(sub.name).read_text())
+            assert record["status"] == "killed" and record["parent"] == "team-lead"
+        finally:
+            result = lead.wait()
+    assert result.stopped_by == "error" and "without a result" in result.error
+    nothing_left_under(root)
+
+
+def test_bad_tool_input_from_the_lead_is_a_tool_error_it_can_read(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, tuple[str, bool]] = {}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if "You are a subagent" in str(request.get("system", "")):
+            if results(request):
+                seen.update({f"sub-{k}": v for k, v in results(request).items()})
+                return text("I cannot start teammates.")
+            return tool_uses(("x1", "Agent", worker("mallory")))
+        done = results(request)
+        if "GOAL" in turn_text(request):
+            return tool_uses(
+                ("b1", "Agent", worker("reviewer", subagent_type="Reviewer")),
+                ("b2", "Agent", worker("alice")),
+                ("b3", "Agent", worker("alice")),
+                ("b4", "TaskUpdate", {"taskId": "99", "status": "completed"}),
+                ("b5", "Agent", {"description": "helper", "prompt": "Please spawn a teammate."}),
+                ("b6", "Agent", worker("x", model="gpt-4")),
+            )
+        if "b1" in done:
+            seen.update(done)
+            return text("I will fix my requests.")
+        return text("ok")
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: try bad things.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done", result
+    assert seen["b1"][1] and "unknown agent type 'Reviewer'" in seen["b1"][0]
+    assert not seen["b2"][1]
+    assert seen["b3"][1] and "already has a teammate named 'alice'" in seen["b3"][0]
+    assert seen["b4"][1] and "99" in seen["b4"][0]
+    assert seen["b5"] == ("I cannot start teammates.", False)
+    assert seen["sub-x1"][1] and "no tool named 'Agent'" in seen["sub-x1"][0]
+    assert seen["b6"][1] and "gpt-4" in seen["b6"][0]
+    assert [m.name for m in team.config().teammates()] == ["alice"]  # nothing half-made
+    assert sorted(p.name for p in team.paths.inboxes.glob("*.json")) == ["alice.json", "team-lead.json"]
+    nothing_left_under(root)
+
+
+def test_a_teammate_uses_a_background_subagent_and_hears_of_it_as_a_turn(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def script(request: dict[str, Any], n: int) -> Reply:
+        turn, done = turn_text(request), results(request)
+        if "Start with task #1" in turn:
+            bg = background("helper", "`echo from-the-helper`")
+            return tool_uses(("h1", "Agent", bg))
+        if "<task-notification>" in turn:
+            found = re.search(r"<result>(.*)</result>", turn)
+            assert found is not None
+            return tool_uses(
+                ("t1", "TaskUpdate", {"taskId": "1", "status": "completed"}),
+                (
+                    "t2",
+                    "SendMessage",
+                    {"to": "team-lead", "message": f"helper said {found[1]}", "summary": "helper"},
+                ),
+            )
+        if done:
+            return text("ok")
+        return text("Ready.")
+
+    with serve(script, monkeypatch), running_team(root) as team:
+        team.spawn("ada", prompt="You delegate.", model=LEAD_MODEL)
+        team.tasks.create("Ask a helper", "x")
+        team.wait_until(lambda t: t.tasks.get("1").status == "completed", timeout=30)
+        wait_for(
+            lambda: [m for m in team.inbox("team-lead").history() if m.text == "helper said from-the-helper"]
+        )
+        subs = [json.loads(p.read_text()) for p in (team.paths.team_dir / "subagents").glob("*.json")]
+        assert [(s["parent"], s["status"], s["notified"]) for s in subs] == [("ada", "completed", True)]
