@@ -10,7 +10,9 @@ import sys
 from types import FrameType
 
 from agentproc.channel import Channel, open_channel
+from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
+from agentproc.subagent import SubagentRun
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
@@ -52,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         channel = open_channel(spec)
         if spec.role == "subagent":
-            from agentproc.subagent import SubagentRun
-
             return SubagentRun(spec, channel).run()
+        if spec.backend == "claude-code":
+            return ClaudeTeammate(spec, channel).run()
         _loop = AgentLoop(spec, channel)
         return _loop.run()
     except AgentTeamsError as exc:

@@ -8,6 +8,7 @@ send checks membership) decodes the file only when it changed.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
@@ -25,11 +26,10 @@ from ipc.locks import locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
 from ipc.preserve import merged, read_object
 from ipc.schemas import BACKEND_TYPE, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
-from ipc.storage import atomic_write, ensure_dir, read_bytes
+from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
 
 _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
-FileKey = tuple[int, int, int]  # inode, mtime ns, size
 
 # Member fields a caller may change with update_member (agentId and name identify it).
 _UPDATABLE = {
@@ -46,17 +46,12 @@ _UPDATABLE = {
 }
 
 
+log = logging.getLogger("agentteams.config")
+
+
 def _decode(path: Path, data: bytes) -> TeamConfig:
     with decode_errors(path, "team config"):
         return _decoder.decode(data)
-
-
-def file_key(path: Path) -> FileKey | None:
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (info.st_ino, info.st_mtime_ns, info.st_size)
 
 
 def encode_config(config: TeamConfig, original: dict[str, Any] | None) -> bytes:
@@ -76,6 +71,9 @@ class TeamConfigStore:
         self.path = self.paths.config
         self._join_counter = self.paths.team_dir / ".joined"
         self._cached: tuple[FileKey, TeamConfig] | None = None
+        # The last config this process read or wrote whole: what a mutation rebuilds from
+        # when another writer left the file torn (Claude Code 2.1.38 can, as it exits).
+        self._last_good: TeamConfig | None = None
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -89,11 +87,11 @@ class TeamConfigStore:
             )
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        data = read_bytes(self.path)
-        if data is None:
+        config = read_settled(self.path, _decoder.decode, "team config")
+        if config is None:
             raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
-        config = _decode(self.path, data)
         self._cached = (key, config)
+        self._last_good = config
         return config
 
     def config_member(self, name: str) -> Member | None:
@@ -116,10 +114,19 @@ class TeamConfigStore:
             data = read_bytes(self.path)
             if data is None:
                 raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
-            config = _decode(self.path, data)
+            try:
+                config = _decode(self.path, data)
+            except CorruptFile as exc:
+                if self._last_good is None:
+                    raise
+                log.warning("%s; rebuilt from the copy read last", exc.message)
+                if data.strip():
+                    (self.path.parent / f"{self.path.name}.corrupt-{now_ms()}").write_bytes(data)
+                config, data = _decoder.decode(msgspec.json.encode(self._last_good)), b""
             result = change(config)
-            atomic_write(self.path, encode_config(config, read_object(data)))
+            atomic_write(self.path, encode_config(config, read_object(data) if data else None))
             self._cached = None
+            self._last_good = config
             return result
 
     def create(

@@ -76,6 +76,18 @@ def resolve_model(spec: str, environ: Mapping[str, str] | None = None) -> str:
     return spec
 
 
+def claude_code_model(spec: str) -> str | None:
+    """The ``--model`` a Claude Code teammate is given for ``spec``: an alias or a Claude
+    model id as Claude Code takes them, "" for Claude Code's own choice (``claude-code``,
+    ``inherit``), None if ``spec`` is not a Claude model."""
+    if spec in ("claude-code", "inherit"):
+        return ""
+    for prefix in ("claude-code:", "anthropic:"):
+        if spec.startswith(prefix):
+            return claude_code_model(spec.removeprefix(prefix)) or None
+    return spec if spec in MODEL_ALIASES or _MODEL_ID.match(spec) else None
+
+
 def uses_api(spec: str) -> bool:
     """True if ``spec`` is answered by the Anthropic Messages API."""
     return spec in MODEL_ALIASES or spec.startswith("anthropic:") or bool(_MODEL_ID.match(spec))
@@ -108,16 +120,12 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
-        if self.backend == "claude-code" and not (
-            self.model.startswith("claude-code")
-            or self.model in MODEL_ALIASES
-            or _MODEL_ID.match(self.model)
-            or self.model == "inherit"
-        ):
+        backend = "claude-code" if self.model.startswith("claude-code") else self.backend
+        if backend == "claude-code" and claude_code_model(self.model) is None:
             raise InvalidInput(
                 f"a claude-code teammate runs Claude models; model {self.model!r} is not one (use sonnet, opus, haiku or a Claude model id)"
             )
-        return msgspec.structs.replace(self, name=normalise_agent_name(self.name))
+        return msgspec.structs.replace(self, name=normalise_agent_name(self.name), backend=backend)
 
 
 class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
@@ -143,6 +151,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     role: Role = "teammate"
     parent: str = ""  # a subagent's parent agent
     subagent_id: str = ""
+    backend: Backend = "process"  # claude-code: this process runs the real `claude` CLI
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",

@@ -6,7 +6,7 @@ Several programs write these files, each with its own lock (SPEC §2.1):
    for ``inboxes/alice.json``; the task list's ``tasks/{team}/.lock`` itself). That is also
    agent-team-mail's inbox lock and claude-code-teams-mcp's task-list lock, so those peers
    are excluded for free. The kernel drops a flock when its holder dies.
-2. peers' flocks where they exist: claude-code-teams-mcp's ``inboxes/.lock``.
+2. peers' flocks: claude-code-teams-mcp's ``inboxes/.lock`` (for any inbox).
 3. in a Claude Code root, Claude Code's own lock: proper-lockfile's ``mkdir {file}.lock``,
    with bounded retries, stale after 10 s by mtime (refreshed while held), removed on
    release. A lock directory left by an agentteams writer that was killed is recognised
@@ -75,6 +75,7 @@ def claude_lock_path(path: Path) -> Path:
 # ---------------------------------------------------------------- Claude Code roots
 
 _CLAUDE_MARKERS = (
+    ".claude.json",  # its settings in a CLAUDE_CONFIG_DIR (agentteams writes it before it starts claude)
     "projects",
     "settings.json",
     ".credentials.json",
@@ -106,11 +107,16 @@ def is_claude_root(root: Path) -> bool:
         return setting == "always"
     now = time.monotonic()
     cached = _root_cache.get(root)
-    if cached is not None and now - cached[0] < _RECHECK_SECONDS:
-        return cached[1]
+    if cached is not None and (cached[1] or now - cached[0] < _RECHECK_SECONDS):
+        return cached[1]  # once Claude Code's, always: it may write here at any time
     answer = _looks_like_claude_root(root)
     _root_cache[root] = (now, answer)
     return answer
+
+
+def note_claude_root(root: Path) -> None:
+    """Claude Code is about to run under ``root`` (a claude-code teammate): lock for it now."""
+    _root_cache[root] = (time.monotonic(), True)
 
 
 def _looks_like_claude_root(root: Path) -> bool:
@@ -333,17 +339,9 @@ class _Plan:
 _plans: dict[Path, _Plan] = {}
 
 
-def _exists(path: Path) -> bool:
-    try:
-        os.stat(path)
-        return True
-    except OSError:
-        return False
-
-
 class locked:  # noqa: N801 - used like a function: ``with locked(path, root=root) as guard``
     """Hold every lock a mutation of ``path`` needs, in the fixed order: our flock, peers'
-    flocks (where they exist), Claude Code's lock (in a Claude Code root). ``timeout`` -1
+    flocks, Claude Code's lock (in a Claude Code root). ``timeout`` -1
     means this process's default; None waits for ever.
 
     A class rather than a generator, and the lock paths worked out once per target: it is
@@ -366,7 +364,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
             self._flock(plan.own, deadline)
-            if plan.peer is not None and _exists(plan.peer):
+            if plan.peer is not None:  # taken even before a peer made it: its first write races no one
                 self._flock(plan.peer, deadline)
             self.guard = Guard(is_claude_root(self.root), deadline)
             self.guard.also(self.path)

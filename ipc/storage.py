@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
 import msgspec
 
-from ipc.boundary import os_errors, reason
+from ipc.boundary import decode_errors, os_errors, reason
 from ipc.errors import StorageError
 from ipc.paths import DIR_MODE, FILE_MODE
 from ipc.settings import env
 
 T = TypeVar("T")
+FileKey = tuple[int, int, int]  # inode, mtime ns, size: whether a file changed since a look
 Durability = Literal["none", "fsync", "full"]
 
 
@@ -185,3 +187,34 @@ def quarantine(path: Path) -> Path:
     with os_errors(f"cannot move corrupt {path} aside"):
         os.replace(path, target)
     return target
+
+
+SETTLE_SECONDS = 0.05
+
+
+def read_settled(path: Path, decode: Callable[[bytes], T], what: str) -> T | None:
+    """``decode`` of the file's bytes, or None if it does not exist. A file caught mid-write
+    by a writer that rewrites in place (Claude Code, claude-code-teams-mcp) is read again for
+    up to 50 ms before it is called corrupt."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    delay = 0.001
+    while True:
+        data = read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            if time.monotonic() >= deadline:
+                with decode_errors(path, what):
+                    return decode(data)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+
+def file_key(path: Path) -> FileKey | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)

@@ -24,15 +24,13 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, Struct
 
-from ipc.boundary import decode_errors
 from ipc.clock import now_iso
-from ipc.config import FileKey, file_key
 from ipc.errors import CorruptFile, InvalidInput, NotFound
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
-from ipc.storage import atomic_write, ensure_dir, read_bytes
+from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
 from ipc.task_graph import TaskGraph
 
 ClaimReason = Literal[
@@ -123,18 +121,9 @@ class TaskList:
         cached = self._cache.get(task_id)
         if cached is not None and cached[0] == key:
             return cached[1]
-        data = read_bytes(path)
-        if data is None:
+        task = read_settled(path, _decoder.decode, "task")
+        if task is None:
             raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
-        try:
-            with decode_errors(path, "task"):
-                task = _decoder.decode(data)
-        except CorruptFile:
-            # Another writer may be rewriting it in place (Claude Code, the MCP server):
-            # look once more before calling it corrupt.
-            data = read_bytes(path) or b""
-            with decode_errors(path, "task"):
-                task = _decoder.decode(data)
         if task.id != task_id:
             raise CorruptFile(path, f"holds task id {task.id!r}, expected {task_id!r}")
         self._cache[task_id] = (key, task)

@@ -149,7 +149,12 @@ class Children:
         return any(c.alive for c in self.by_name.values())
 
     def idle(self) -> list[Child]:
-        return [c for c in self.by_name.values() if c.state == S.IDLE and c.spec.role == "teammate"]
+        # Claude Code teammates poll for themselves: a wake would only hold a task for them.
+        return [
+            c
+            for c in self.by_name.values()
+            if c.state == S.IDLE and c.spec.role == "teammate" and c.spec.backend == "process"
+        ]
 
     # ------------------------------------------------------------ starting
 
@@ -271,7 +276,8 @@ class Children:
             return
         if request_id == child.shutdown_request_id:  # a stale request never stops a new incarnation
             child.to(S.STOPPING)
-            self._kill_later(child, 3.0)  # it exits by itself; if it hangs, it is killed
+            # It exits by itself; one that hangs is stopped by signal. Claude Code takes its time.
+            self._stop_later(child, 20.0 if child.spec.backend == "claude-code" else 3.0)
 
     def on_shutdown_rejected(self, name: str, request_id: str, reason: str) -> None:
         child = self.by_name.get(name)
@@ -290,6 +296,18 @@ class Children:
             child.to(S.STOPPING)
         self.seam.signal(child.pid, signal.SIGTERM)
         self._kill_later(child, grace)
+
+    def _stop_later(self, child: Child, delay: float) -> None:
+        pid = child.pid
+
+        def stop() -> None:
+            if child.pid == pid and pid is not None:
+                log.warning(
+                    "%s did not exit within %.1fs of approving its shutdown; stopping it", child.name, delay
+                )
+                self.force_stop(child, 5.0)
+
+        self.clock.call_later(delay, stop)
 
     def _kill_later(self, child: Child, delay: float) -> None:
         pid = child.pid

@@ -50,6 +50,7 @@ from ipc.schemas import LEAD_NAME
 from ipc.tasks import TaskList
 from ipc.wake import LEAD_AGENT, Waker
 from supervisor.children import Child, Children, Done
+from supervisor.inbox_watch import InboxWatch
 from supervisor.lead_desk import LeadDesk
 from supervisor.policy import RestartPolicy
 from supervisor.processes import Processes
@@ -104,6 +105,7 @@ class Supervisor:
         )
         self.children = Children(self.processes, self.files, self.reactor, policy, wait_for_hello=self.zmq)
         self.lead = LeadDesk(self)
+        self.inbox_watch = InboxWatch(self)
         self.reactor.on_signal(signal.SIGCHLD, self._reap)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self.reactor.on_signal(sig, self._on_terminate)
@@ -130,6 +132,8 @@ class Supervisor:
                 log.error("cannot resume %s: %s", member.name, exc.message)
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
+        if spec.backend == "claude-code":
+            self.inbox_watch.claude_teammate_started()
         if self.zmq and spec.agent_name not in self.links:
             end = link.SupervisorLink(self.ctx, self.runtime, spec.agent_name)
             self.links[spec.agent_name] = end

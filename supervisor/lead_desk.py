@@ -90,7 +90,10 @@ class LeadDesk:
     def _apply(self, action: lead_inbox.Action) -> None:
         children = self.sup.children
         if isinstance(action, lead_inbox.Idle):
-            if not self.sup.zmq:  # with links, the teammate's own state frames are newer news
+            child = children.by_name.get(action.name)
+            # A teammate of ours reports its state over its link (newer news than a message
+            # read later); without links, or for Claude Code, the notification is the news.
+            if not self.sup.zmq or (child is not None and child.spec.backend == "claude-code"):
                 children.on_idle_notification(action.name)
             child = children.by_name.get(action.name)
             if child is not None and child.state != TeammateState.STOPPING:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import msgspec
+import psutil
 
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
@@ -132,9 +133,18 @@ class Processes:
             os.kill(pid, sig)
 
     def kill_tree(self, pid: int) -> None:
+        """SIGKILL the teammate, its session, and anything below it that left the session
+        (a tool that called setsid; a Claude Code teammate's own terminal session)."""
+        try:
+            below = psutil.Process(pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            below = []
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         kill_session(pid)
+        for proc in below:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
 
     def startup_error(self, spec: LaunchSpec) -> str:
         """The last non-empty line the teammate wrote to its log."""

@@ -7,7 +7,6 @@ inspection tools read the same thing.
 
 from __future__ import annotations
 
-import os
 import time
 
 import msgspec
@@ -19,9 +18,10 @@ from ipc.launch import TeamStatus
 from ipc.mailbox import Mailbox
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
-from ipc.schemas import Task, TeamConfig
+from ipc.schemas import Task
 from ipc.tasks import TaskList
 from supervisor import launcher
+from supervisor.ps_claude import ClaudeTeam, claude_code_teams, claude_made
 from supervisor.team import Team
 
 CPU_SAMPLE = 0.1  # seconds between the two readings cpu_percent needs
@@ -67,23 +67,6 @@ class TeamTree(msgspec.Struct, kw_only=True):
     wake: str = ""
     teammates: list[MateTree] = []
     failed_tasks: list[TaskRef] = []  # open tasks whose last attempt failed
-
-
-class ClaudeProcess(msgspec.Struct, kw_only=True):
-    pid: int
-    agent_id: str
-    team: str
-    member: bool
-
-
-class ClaudeTeam(msgspec.Struct, kw_only=True):
-    """A team Claude Code made: live while its lead session runs, stale after."""
-
-    team: str
-    lead_pid: int | None
-    live: bool
-    members: list[str]
-    processes: list[ClaudeProcess] = []
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -233,6 +216,15 @@ def snapshot(root: str | None, team_name: str | None = None) -> Snapshot:
             raise NotFound(f"team {paths.team!r} does not exist under {paths.root}")
         names = [paths.team]
         problems = [p for p in problems if f"/{paths.team}/" in p]
+    configs_by_name = {c.name: c for c in configs}
+    # A team Claude Code made is shown as Claude Code's (below), unless a supervisor of ours runs it.
+    names = [
+        n
+        for n in names
+        if n not in configs_by_name
+        or not claude_made(configs_by_name[n])
+        or launcher.supervisor_pid(TeamPaths(root, n)) is not None
+    ]
     teams = [Team(n, root) for n in names]
     statuses = {t.name: _status(t) for t in teams}
     prime([p for s in statuses.values() if s for p in _pids(s)])
@@ -267,70 +259,6 @@ def _pids(status: TeamStatus) -> list[int]:
         except psutil.NoSuchProcess:
             continue
     return [p for p in [*pids, *below] if p]
-
-
-# ---------------------------------------------------------------- Claude Code's teams
-
-
-def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
-    """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = command_line_args(proc.info.get("cmdline") or [])
-        if "--agent-id" not in cmdline or proc.info["pid"] == os.getpid():
-            continue
-        index = cmdline.index("--agent-id")
-        if index + 1 >= len(cmdline) or "@" not in cmdline[index + 1]:
-            continue
-        agent_id = cmdline[index + 1]
-        if team is None or agent_id.partition("@")[2] == team:
-            found.append((proc.info["pid"], agent_id))
-    return found
-
-
-def claude_code_teams(
-    root: str | None, configs: list[TeamConfig], team: str | None = None
-) -> list[ClaudeTeam]:
-    """Teams under ``root`` that Claude Code runs: those with a lead session record
-    (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
-    procs = claude_code_processes(team)
-    by_team: dict[str, list[ClaudeProcess]] = {}
-    names = {c.name: c for c in configs}
-    for pid, agent_id in procs:
-        name, _, team_name = agent_id.partition("@")
-        config = names.get(team_name)
-        if config is None:
-            continue
-        by_team.setdefault(team_name, []).append(
-            ClaudeProcess(pid=pid, agent_id=agent_id, team=team_name, member=config.member(name) is not None)
-        )
-    out = []
-    for config in configs:
-        if team is not None and config.name != team:
-            continue
-        lead_pid = config.lead_process.pid if not isinstance(config.lead_process, msgspec.UnsetType) else None
-        processes = [p for p in by_team.get(config.name, []) if not _is_agentteams(p.pid)]
-        if lead_pid is None and not processes:
-            continue
-        live = lead_pid is not None and psutil.pid_exists(lead_pid)
-        out.append(
-            ClaudeTeam(
-                team=config.name,
-                lead_pid=lead_pid,
-                live=live or bool(processes),
-                members=[m.name for m in config.members],
-                processes=processes,
-            )
-        )
-    return out
-
-
-def _is_agentteams(pid: int) -> bool:
-    """A process teammate of ours (it carries the same flags); it shows in its team's tree."""
-    try:
-        return "agentproc" in " ".join(command_line_args(psutil.Process(pid).cmdline()))
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
 
 
 # ---------------------------------------------------------------- printing
@@ -393,7 +321,10 @@ def print_snapshot(snap: Snapshot) -> None:
     for tree in snap.teams:
         print_tree(tree)
     for cc in snap.claude_code:
-        state = "live" if cc.live else "stale (its lead session is gone)"
+        if cc.live is None:
+            state = "lead not recorded (Claude Code 2.1.38): live or not cannot be told"
+        else:
+            state = "live" if cc.live else "stale (its lead session is gone)"
         print(
             f"{cc.team}: Claude Code team, {state}, lead pid {cc.lead_pid or '-'}, members {', '.join(cc.members)}"
         )

@@ -8,6 +8,9 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
+from ipc import claude_code, locks
 from ipc.agents import resolve as resolve_agent_type
 from ipc.errors import InvalidInput
 from ipc.launch import (
@@ -17,6 +20,7 @@ from ipc.launch import (
     TeammateOptions,
     check_model,
     check_permission_mode,
+    claude_code_model,
     uses_api,
 )
 from ipc.paths import agent_id
@@ -55,6 +59,7 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
         cwd=member.cwd or str(Path.cwd()),
+        backend="claude-code" if member.backend_type == "claude-code" else "process",
     )
 
 
@@ -69,6 +74,15 @@ def check_spawn(
     if not os.path.isdir(cwd):
         raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
     resolve_agent_type(options.agent_type, Path(cwd))
+    if options.backend == "claude-code":
+        claude_code.command()  # installed, or a clear error before anything is written
+        locks.note_claude_root(ctx.root)
+        if not claude_code_model(
+            options.model
+        ):  # Claude Code's own choice: the lead's model if it is Claude's
+            lead_model = claude_code_model(lead.model_name) if lead is not None and lead.model_name else None
+            options = msgspec.structs.replace(options, model=lead_model or "sonnet")
+        return options, cwd
     check_api_key(
         options.model, f"(set it, then 'agentteams down {ctx.team}' and 'agentteams up {ctx.team}')"
     )

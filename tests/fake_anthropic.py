@@ -1,5 +1,6 @@
 """A small local HTTP server that speaks the Anthropic Messages API with scripted replies,
-so tests run the real `anthropic` client end to end without a network."""
+plain or streamed (SSE) as the request asks, so tests run the real `anthropic` client and the
+real Claude Code end to end without a network."""
 
 from __future__ import annotations
 
@@ -48,6 +49,49 @@ def error(status: int, kind: str, retry_after_ms: int = 10) -> Reply:
     )
 
 
+def sse(message: dict[str, Any]) -> bytes:
+    """A message as the Messages API streams it (server-sent events), text and tool input
+    each in two deltas, as a real stream splits them."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    events.append(("message_start", {"type": "message_start", "message": start}))
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            half = len(block["text"]) // 2
+            for piece in (block["text"][:half], block["text"][half:]):
+                delta = {"type": "text_delta", "text": piece}
+                events.append(
+                    ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
+                )
+        else:
+            opening = {**block, "input": {}}
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": opening})
+            )
+            raw = json.dumps(block["input"])
+            half = len(raw) // 2
+            for piece in (raw[:half], raw[half:]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                events.append(
+                    ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
+                )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    end = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    events.append(("message_delta", {"type": "message_delta", "delta": end, "usage": message["usage"]}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+
+
 class FakeAnthropic:
     """Serves POST /v1/messages from ``script(request_json, n)``; keeps every request."""
 
@@ -64,14 +108,25 @@ class FakeAnthropic:
                     outer.requests.append(body)
                     n = len(outer.requests)
                 status, payload, headers = outer.script(body, n)
-                data = json.dumps(payload).encode()
+                streamed = body.get("stream") is True and status == 200
+                data = sse(payload) if streamed else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(data)))
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                data = json.dumps(
+                    {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
+                )
+                self.send_response(404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
 
             def log_message(self, *args: Any) -> None:
                 pass

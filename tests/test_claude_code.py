@@ -1,0 +1,334 @@
+"""agentteams and the real Claude Code 2.1.38 (the version the seeds describe), from the npm
+registry, driven headless against the local Messages API: it writes a team that we read,
+it takes what we write, and it runs as a teammate under our supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from ipc.config import TeamConfigStore
+from ipc.launch import TeammateOptions
+from ipc.mailbox import Mailbox
+from ipc.messaging import Messenger
+from ipc.schemas import InboxMessage, Task, TeamConfig
+from ipc.tasks import TaskList
+from supervisor import Team
+from tests.claude_code import SEEDS_VERSION, ClaudeCode, claude_code, environment
+from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, text, tool_uses
+from tests.runtime_helpers import nothing_left_under, wait_for
+
+LOCK_ERRORS = re.compile(
+    r"already being held|ENOTDIR|Failed to write to inbox|markMessageAsReadByIndex FAILED|ELOCKED"
+)
+
+
+@pytest.fixture(scope="module")
+def claude() -> ClaudeCode:
+    return claude_code(SEEDS_VERSION)
+
+
+def used_tool_ids(request: dict[str, Any]) -> set[str]:
+    ids: set[str] = set()
+    for message in request.get("messages", []):
+        if message["role"] == "assistant" and isinstance(message["content"], list):
+            ids |= {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
+    return ids
+
+
+def last_text(request: dict[str, Any]) -> str:
+    return json.dumps(last_user_content(request))
+
+
+def tools_of(request: dict[str, Any]) -> set[str]:
+    return {t.get("name", "") for t in request.get("tools", [])}
+
+
+class Session:
+    """``claude -p`` as a team lead with one in-process teammate, ``worker``: the lead
+    creates the team and a task, spawns the worker and says hi; the worker greets the lead,
+    and answers each message of ours that says 'ping N' with 'pong N'."""
+
+    LEAD = [
+        ("lead-1", "TeamCreate", {"team_name": "cc-team", "description": "made by Claude Code"}),
+        (
+            "lead-2",
+            "TaskCreate",
+            {"subject": "Say hi", "description": "say hi to the lead", "activeForm": "Saying hi"},
+        ),
+        (
+            "lead-3",
+            "Task",
+            {
+                "description": "worker",
+                "prompt": "Say hello to the lead.",
+                "subagent_type": "general-purpose",
+                "name": "worker",
+                "team_name": "cc-team",
+            },
+        ),
+        (
+            "lead-4",
+            "SendMessage",
+            {"type": "message", "recipient": "worker", "content": "hi worker", "summary": "hi"},
+        ),
+    ]
+
+    def __init__(self, claude: ClaudeCode, home: Path) -> None:
+        self.claude, self.home = claude, home
+        self.root = home / ".claude"
+        self.worker_conversation = ""  # the worker's whole conversation, as last sent
+
+    def deliveries(self, text: str) -> int:
+        """How many times ``text`` was handed to the worker's model as a message."""
+        return self.worker_conversation.count(f"\\n{text}\\n</teammate-message>")
+
+    def script(self, request: dict[str, Any], n: int) -> Reply:
+        tools, used, last = tools_of(request), used_tool_ids(request), last_text(request)
+        if "SendMessage" not in tools:
+            return text("ok")  # Claude Code's side questions (topic, title)
+        if "TeamCreate" in tools:
+            step = next((s for s in self.LEAD if s[0] not in used), None)
+            return tool_uses(step) if step else text("The team is at work.")
+        self.worker_conversation = json.dumps(request.get("messages", []))
+        pings = re.findall(r"ping (\d+)", last)
+        if pings and f"pong-{pings[-1]}" not in used:
+            reply = {
+                "type": "message",
+                "recipient": "team-lead",
+                "content": f"pong {pings[-1]}",
+                "summary": "pong",
+            }
+            return tool_uses((f"pong-{pings[-1]}", "SendMessage", reply))
+        if "hello-1" not in used:
+            hello = {"type": "message", "recipient": "team-lead", "content": "hello lead", "summary": "hello"}
+            return tool_uses(("hello-1", "SendMessage", hello))
+        return text("idle")
+
+    def start(self, api_url: str) -> subprocess.Popen[bytes]:
+        env = environment(self.home, api_url)
+        argv = [*self.claude.command, "-p", "Make a team.", "--dangerously-skip-permissions", "--debug"]
+        log = open(self.home / "claude.out", "wb")  # noqa: SIM115 - kept open for the process
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=self.home,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+    def debug_log(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in (self.root / "debug").glob("*.txt"))
+
+
+@pytest.fixture(scope="module")
+def live(claude: ClaudeCode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """A live Claude Code team, up for the tests of this module."""
+    home = tmp_path_factory.mktemp("claude-home")
+    session = Session(claude, home)
+    with FakeAnthropic(session.script) as api:
+        proc = session.start(api.url)
+        try:
+            inbox = session.root / "teams" / "cc-team" / "inboxes" / "team-lead.json"
+            wait_for(lambda: inbox.exists() and "hello lead" in inbox.read_text(), timeout=90)
+            yield session
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_claude_code_writes_a_team_that_agentteams_reads_field_for_field(live: Session) -> None:
+    team_dir = live.root / "teams" / "cc-team"
+    raw = json.loads((team_dir / "config.json").read_text())
+    config = TeamConfigStore(live.root, "cc-team").read()
+    assert msgspec.to_builtins(config) == raw  # every field, nothing added
+    assert [m.backend_type for m in config.members] == [msgspec.UNSET, "in-process"]
+    for inbox in (team_dir / "inboxes").glob("*.json"):
+        raw_entries = json.loads(inbox.read_text())
+        entries = msgspec.json.decode(inbox.read_bytes(), type=list[InboxMessage])
+        assert [msgspec.to_builtins(e) for e in entries] == raw_entries
+    for task_file in (live.root / "tasks" / "cc-team").glob("*.json"):
+        task = msgspec.json.decode(task_file.read_bytes(), type=Task)
+        assert msgspec.to_builtins(task) == json.loads(task_file.read_text())
+    # Listings hide Claude Code's per-teammate task unless asked.
+    tasks = TaskList(live.root, "cc-team")
+    assert [t.subject for t in tasks.list(include_internal=False)] == ["Say hi"]
+    assert {t.subject for t in tasks.list()} == {"Say hi", "worker"}
+    assert isinstance(config, TeamConfig) and config.lead_session_id
+
+
+def test_the_cli_reads_a_live_claude_code_team(live: Session) -> None:
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "supervisor.cli", "--root", str(live.root), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "cc-team" in cli("team", "list")
+    assert "hello lead" in cli("inbox", "cc-team", "team-lead")
+    listed = cli("task", "list", "cc-team")
+    assert "Say hi" in listed and "worker" not in listed
+    assert "worker" in cli("task", "list", "cc-team", "--all")
+    shown = cli("ps")
+    assert "cc-team: Claude Code team, lead not recorded" in shown and "not up" not in shown
+
+
+def test_a_message_from_agentteams_reaches_a_live_claude_code_teammate_exactly_once(live: Session) -> None:
+    inbox = Mailbox(live.root, "cc-team", "worker")
+    lead_inbox = live.root / "teams" / "cc-team" / "inboxes" / "team-lead.json"
+    Messenger(live.root, "cc-team").send_message("team-lead", "worker", "ping 1 from agentteams", "ping")
+    wait_for(lambda: "pong 1" in lead_inbox.read_text(), timeout=60)
+    time.sleep(2.0)  # four more polls: a message marked read is not handed over again
+    assert live.deliveries("ping 1 from agentteams") == 1
+    ours = [m for m in inbox.read() if m.text == "ping 1 from agentteams"]
+    assert len(ours) == 1 and ours[0].read is True
+    assert not (live.root / "teams" / "cc-team" / "inboxes" / "worker.json.lock").exists()
+    assert not LOCK_ERRORS.findall(live.debug_log())
+
+
+def test_agentteams_appends_while_claude_code_reads_and_marks(live: Session) -> None:
+    """Our messages land while Claude Code rewrites the inbox to mark what it read: none is
+    lost, each is handed to the model once, and Claude Code logs no lock error."""
+    messenger = Messenger(live.root, "cc-team")
+    for i in range(2, 12):
+        messenger.send_message("team-lead", "worker", f"ping {i} from agentteams", "ping")
+        time.sleep(0.15)
+    lead_inbox = live.root / "teams" / "cc-team" / "inboxes" / "team-lead.json"
+    wait_for(lambda: "pong 11" in lead_inbox.read_text(), timeout=90)
+    time.sleep(2.0)
+    texts = [m.text for m in Mailbox(live.root, "cc-team", "worker").read()]
+    for i in range(2, 12):
+        assert texts.count(f"ping {i} from agentteams") == 1
+        assert live.deliveries(f"ping {i} from agentteams") == 1
+    assert not LOCK_ERRORS.findall(live.debug_log())
+
+
+# ---------------------------------------------------------------- Claude Code as our teammate
+
+
+def teammate_script(out: Path) -> Any:
+    """A Claude Code teammate 'cc': it runs its task (writes ``out``), completes it, greets
+    the offline teammate 'alice', tells the lead alice's answer, and approves a shutdown."""
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        tools, used, last = tools_of(request), used_tool_ids(request), last_text(request)
+        if "SendMessage" not in tools:
+            return text("ok")
+        request_id = re.search(r"(shutdown-\d+@cc)", last)
+        if request_id and "bye" not in used:
+            return tool_uses(
+                (
+                    "bye",
+                    "SendMessage",
+                    {"type": "shutdown_response", "request_id": request_id[1], "approve": True},
+                )
+            )
+        if "[auto-reply] alice" in last and "tell" not in used:
+            return tool_uses(
+                (
+                    "tell",
+                    "SendMessage",
+                    {
+                        "type": "message",
+                        "recipient": "team-lead",
+                        "content": "alice answered",
+                        "summary": "alice answered",
+                    },
+                )
+            )
+        if "work" not in used:
+            return tool_uses(
+                ("work", "Bash", {"command": f"echo from-claude > {out}", "description": "write it"}),
+                ("done", "TaskUpdate", {"taskId": "1", "status": "completed"}),
+                (
+                    "greet",
+                    "SendMessage",
+                    {"type": "message", "recipient": "alice", "content": "hello alice", "summary": "hi"},
+                ),
+            )
+        return text("idle")
+
+    return script
+
+
+@pytest.fixture
+def claude_env(
+    claude: ClaudeCode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeAnthropic]:
+    out = tmp_path / "work" / "out.txt"
+    out.parent.mkdir()
+    api = FakeAnthropic(teammate_script(out))
+    for key, value in environment(tmp_path, api.url).items():
+        if key != "PATH":
+            monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(claude.executable))
+    with api:
+        yield api
+
+
+def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_request(
+    claude_env: FakeAnthropic, tmp_path: Path
+) -> None:
+    root, work = tmp_path / "root", tmp_path / "work"
+    team = Team.create("mix", root=root, cwd=str(work))
+    team.up()
+    try:
+        team.tasks.create("Write out.txt", "write it")
+        reply = team.start_teammate(
+            TeammateOptions(
+                name="cc",
+                prompt="Do task #1.",
+                model="claude-code:sonnet",
+                permission_mode="bypassPermissions",
+            )
+        )
+        team.tasks.update("1", owner="cc")  # assigned before the offline teammate could claim it
+        team.spawn("alice", prompt="Answer your messages.")
+        assert team.config().member("cc").backend_type == "claude-code"  # type: ignore[union-attr]
+        tree = team.ps()
+        cc = next(m for m in tree.teammates if m.name == "cc")
+        # Ours carries Claude Code's flags (Claude Code renames its own process to `claude`).
+        assert cc.pid == reply.pid and cc.process is not None and "--agent-id cc@mix" in cc.process.cmdline
+        assert any(c.cmdline.startswith("claude") for c in cc.children)
+        wait_for(lambda: team.tasks.get("1").status == "completed", timeout=90)
+        assert (work / "out.txt").read_text() == "from-claude\n"
+        wait_for(
+            lambda: any(m.text == "alice answered" for m in team.inbox("team-lead").history()), timeout=60
+        )
+        stopped = team.shutdown("cc", grace=30)  # Claude Code answers the request itself, and exits
+        assert stopped.stopped and team.config().member("cc") is None
+    finally:
+        team.down()
+    nothing_left_under(root)
+
+
+def test_a_claude_code_teammate_dies_with_its_supervisor(claude_env: FakeAnthropic, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    team = Team.create("mix", root=root, cwd=str(tmp_path / "work"))
+    team.up()
+    team.start_teammate(
+        TeammateOptions(
+            name="cc", prompt="Wait.", model="claude-code:sonnet", permission_mode="bypassPermissions"
+        )
+    )
+    wait_for(lambda: any(c.cmdline.startswith("claude") for m in team.ps().teammates for c in m.children))
+    os.kill(team.supervisor_pid() or 0, signal.SIGKILL)
+    nothing_left_under(root, timeout=15)
