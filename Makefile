@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo bench bench-quick lint soak clean
+.PHONY: install test interop demo bench bench-quick lint soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+interop: $(STAMP)
+	$(BIN)/python -m pytest -q -m interop
 
 demo: $(STAMP)
 	$(BIN)/agentteams demo

@@ -59,8 +59,15 @@ def is_users_home(root: Path) -> bool:
 
 
 def environment(spec: LaunchSpec, base: dict[str, str]) -> dict[str, str]:
-    """``base`` with Agent Teams on and the team's root as Claude Code's root."""
-    env = {**base, "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1", "TERM": base.get("TERM") or "xterm-256color"}
+    """``base`` with Agent Teams on, the task tools on (2.1.330 turns them off for its newer
+    models unless asked), and the team's root as Claude Code's root."""
+    env = {
+        **base,
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+        "CLAUDE_CODE_ENABLE_TASKS": "1",
+        "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
+        "TERM": base.get("TERM") or "xterm-256color",
+    }
     if not is_users_home(Path(spec.root)):
         env["CLAUDE_CONFIG_DIR"] = str(Path(spec.root).resolve())
     return env

@@ -31,7 +31,7 @@ class Member(Struct, rename="camel", kw_only=True):
 
     agent_id: str
     name: str
-    agent_type: str = ""
+    agent_type: str | UnsetType = UNSET  # 2.1.330's in-process teammates have none
     model: str | UnsetType = UNSET
     prompt: str | UnsetType = UNSET
     color: str | UnsetType = UNSET
@@ -46,6 +46,10 @@ class Member(Struct, rename="camel", kw_only=True):
     @property
     def model_name(self) -> str:
         return self.model if isinstance(self.model, str) else ""
+
+    @property
+    def agent_type_name(self) -> str:
+        return self.agent_type if isinstance(self.agent_type, str) else ""
 
     @property
     def color_name(self) -> str:

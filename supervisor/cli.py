@@ -131,7 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("team")
     spawn.add_argument("name")
     spawn.add_argument("--prompt", required=True)
-    spawn.add_argument("--model", default="offline")
+    spawn.add_argument(
+        "--model",
+        default=None,
+        help="offline (default), anthropic:MODEL, sonnet/opus/haiku, claude-code[:MODEL]",
+    )
     spawn.add_argument("--agent-type", default="general-purpose")
     spawn.add_argument("--plan-mode-required", action="store_true")
     spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")

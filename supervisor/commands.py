@@ -133,7 +133,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     options = TeammateOptions(
         name=args.name,
         prompt=args.prompt,
-        model=args.model,
+        model=args.model or ("claude-code" if args.backend == "claude-code" else "offline"),
         agent_type=args.agent_type,
         plan_mode_required=args.plan_mode_required,
         permission_mode=args.permission_mode,

@@ -54,7 +54,7 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         agent_id=member.agent_id,
         agent_name=member.name,
         agent_color=member.color_name or "blue",
-        agent_type=member.agent_type or "general-purpose",
+        agent_type=member.agent_type_name or "general-purpose",
         model=member.model_name or "offline",
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,

@@ -25,8 +25,8 @@ from ipc.messaging import Messenger
 from ipc.schemas import InboxMessage, Task, TeamConfig
 from ipc.tasks import TaskList
 from supervisor import Team
-from tests.claude_code import SEEDS_VERSION, ClaudeCode, claude_code, environment
-from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, text, tool_uses
+from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, environment
+from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 from tests.runtime_helpers import nothing_left_under, wait_for
 
 LOCK_ERRORS = re.compile(
@@ -48,7 +48,10 @@ def used_tool_ids(request: dict[str, Any]) -> set[str]:
 
 
 def last_text(request: dict[str, Any]) -> str:
-    return json.dumps(last_user_content(request))
+    """Everything after the model's last turn (2.1.330 appends role-"system" messages too)."""
+    messages = request.get("messages", [])
+    since = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    return json.dumps(messages[since + 1 :])
 
 
 def tools_of(request: dict[str, Any]) -> set[str]:
@@ -224,55 +227,68 @@ def test_agentteams_appends_while_claude_code_reads_and_marks(live: Session) -> 
 # ---------------------------------------------------------------- Claude Code as our teammate
 
 
+def is_claude(cmdline: str) -> bool:
+    """2.1.38 renames its node process `claude`; 2.1.330 is a binary called claude."""
+    return bool(cmdline) and Path(cmdline.split()[0]).name == "claude"
+
+
 def teammate_script(out: Path) -> Any:
     """A Claude Code teammate 'cc': it runs its task (writes ``out``), completes it, greets
-    the offline teammate 'alice', tells the lead alice's answer, and approves a shutdown."""
+    the offline teammate 'alice', tells the lead alice's answer, and approves a shutdown.
+    It speaks each version's SendMessage (2.1.38: ``{type, recipient, content}``; 2.1.330:
+    ``{to, message}``, a tool it must first load with ToolSearch)."""
 
     def script(request: dict[str, Any], n: int) -> Reply:
         tools, used, last = tools_of(request), used_tool_ids(request), last_text(request)
-        if "SendMessage" not in tools:
-            return text("ok")
+        current = "ToolSearch" in tools
+        if "SendMessage" not in tools and not current:
+            return text("ok")  # Claude Code's side questions (topic, title)
+        if current and "search" not in used:
+            return tool_uses(
+                ("search", "ToolSearch", {"query": "select:SendMessage,TaskUpdate", "max_results": 5})
+            )
+
+        def send(to: str, content: str) -> dict[str, Any]:
+            if current:
+                return {"to": to, "message": content, "summary": content}
+            return {"type": "message", "recipient": to, "content": content, "summary": content}
+
         request_id = re.search(r"(shutdown-\d+@cc)", last)
         if request_id and "bye" not in used:
+            answer: dict[str, Any] = {
+                "type": "shutdown_response",
+                "request_id": request_id[1],
+                "approve": True,
+            }
             return tool_uses(
-                (
-                    "bye",
-                    "SendMessage",
-                    {"type": "shutdown_response", "request_id": request_id[1], "approve": True},
-                )
+                ("bye", "SendMessage", {"to": "team-lead", "message": answer} if current else answer)
             )
         if "[auto-reply] alice" in last and "tell" not in used:
-            return tool_uses(
-                (
-                    "tell",
-                    "SendMessage",
-                    {
-                        "type": "message",
-                        "recipient": "team-lead",
-                        "content": "alice answered",
-                        "summary": "alice answered",
-                    },
-                )
-            )
+            return tool_uses(("tell", "SendMessage", send("team-lead", "alice answered")))
         if "work" not in used:
             return tool_uses(
                 ("work", "Bash", {"command": f"echo from-claude > {out}", "description": "write it"}),
                 ("done", "TaskUpdate", {"taskId": "1", "status": "completed"}),
-                (
-                    "greet",
-                    "SendMessage",
-                    {"type": "message", "recipient": "alice", "content": "hello alice", "summary": "hi"},
-                ),
+                *([("list", "ListAgents", {})] if current else []),  # 2.1.330 learns who joined since
             )
+        if "greet" not in used:
+            return tool_uses(("greet", "SendMessage", send("alice", "hello alice")))
         return text("idle")
 
     return script
 
 
+@pytest.fixture(params=[SEEDS_VERSION, pytest.param(CURRENT_VERSION, marks=pytest.mark.interop)])
+def teammate_claude(request: pytest.FixtureRequest) -> ClaudeCode:
+    """Both versions as teammates: 2.1.38 in `make test`, the current release in `make interop`."""
+    return claude_code(request.param)
+
+
 @pytest.fixture
 def claude_env(
-    claude: ClaudeCode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    teammate_claude: ClaudeCode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[FakeAnthropic]:
+    claude = teammate_claude
     out = tmp_path / "work" / "out.txt"
     out.parent.mkdir()
     api = FakeAnthropic(teammate_script(out))
@@ -292,6 +308,8 @@ def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_reques
     team.up()
     try:
         team.tasks.create("Write out.txt", "write it")
+        team.tasks.claim("1", "team-lead")  # held for cc: the offline teammate cannot take it
+        team.spawn("alice", prompt="Answer your messages.")  # first: 2.1.330 reads the roster as it starts
         reply = team.start_teammate(
             TeammateOptions(
                 name="cc",
@@ -300,14 +318,13 @@ def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_reques
                 permission_mode="bypassPermissions",
             )
         )
-        team.tasks.update("1", owner="cc")  # assigned before the offline teammate could claim it
-        team.spawn("alice", prompt="Answer your messages.")
+        team.tasks.update("1", owner="cc")
         assert team.config().member("cc").backend_type == "claude-code"  # type: ignore[union-attr]
         tree = team.ps()
         cc = next(m for m in tree.teammates if m.name == "cc")
         # Ours carries Claude Code's flags (Claude Code renames its own process to `claude`).
         assert cc.pid == reply.pid and cc.process is not None and "--agent-id cc@mix" in cc.process.cmdline
-        assert any(c.cmdline.startswith("claude") for c in cc.children)
+        assert any(is_claude(c.cmdline) for c in cc.children)
         wait_for(lambda: team.tasks.get("1").status == "completed", timeout=90)
         assert (work / "out.txt").read_text() == "from-claude\n"
         wait_for(
@@ -329,6 +346,64 @@ def test_a_claude_code_teammate_dies_with_its_supervisor(claude_env: FakeAnthrop
             name="cc", prompt="Wait.", model="claude-code:sonnet", permission_mode="bypassPermissions"
         )
     )
-    wait_for(lambda: any(c.cmdline.startswith("claude") for m in team.ps().teammates for c in m.children))
+    wait_for(lambda: any(is_claude(c.cmdline) for m in team.ps().teammates for c in m.children))
     os.kill(team.supervisor_pid() or 0, signal.SIGKILL)
     nothing_left_under(root, timeout=15)
+
+
+def test_a_claude_code_teammate_without_claude_code_is_a_clear_error_that_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(tmp_path / "no-such-claude"))
+    root = tmp_path / "root"
+    team = Team.create("mix", root=root, cwd=str(tmp_path))
+    team.up()
+    try:
+        before = (root / "teams" / "mix" / "config.json").read_bytes()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "supervisor.cli",
+                "--root",
+                str(root),
+                "spawn",
+                "mix",
+                "cc",
+                "--prompt",
+                "p",
+                "--backend",
+                "claude-code",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1 and done.stderr.count("\n") == 1
+        assert "AGENTTEAMS_CLAUDE_BIN=" in done.stderr and "is not a file" in done.stderr
+        assert (root / "teams" / "mix" / "config.json").read_bytes() == before
+        assert not (root / "teams" / "mix" / "inboxes" / "cc.json").exists()
+        bad_model = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "supervisor.cli",
+                "--root",
+                str(root),
+                "spawn",
+                "mix",
+                "cc",
+                "--prompt",
+                "p",
+                "--model",
+                "claude-code:gpt-4",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert bad_model.returncode == 1 and "runs Claude models" in bad_model.stderr
+    finally:
+        team.down()

@@ -147,6 +147,7 @@ def test_a_crashed_teammate_is_restarted_and_finishes_the_work(root: Path) -> No
             "flaky", metadata={"command": f"test -e {marker} || (touch {marker}; sleep 60)"}
         )
         team.wake("*")
+        wait_for(marker.exists)  # killed mid-task, not before its command has begun
         pid = wait_for(lambda: (t := team.ps()).teammates[0].children and t.teammates[0].pid)
         os.kill(pid, signal.SIGKILL)
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)

@@ -9,6 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from ipc.config import TeamConfigStore
+from ipc.mailbox import Mailbox
+from ipc.messaging import Messenger
 from ipc.schemas import InboxMessage, Task, TeamConfig, body_text, dump_json, parse_body
 
 EXAMPLES = json.loads((Path(__file__).parent / "data" / "seed004_appendix_c.json").read_text())
@@ -49,3 +52,29 @@ def test_json_that_is_not_a_body_is_plain_text() -> None:
 def test_unset_optional_fields_are_omitted() -> None:
     written = json.loads(dump_json(InboxMessage(from_="team-lead", text="hi", timestamp="t")))
     assert written == {"from": "team-lead", "text": "hi", "timestamp": "t", "read": False}
+
+
+CURRENT = Path(__file__).parent / "data" / "claude-2.1.330"
+
+
+def test_claude_code_2_1_330_files_roundtrip_field_for_field() -> None:
+    raw_config = json.loads((CURRENT / "config.json").read_text())
+    config = msgspec.json.decode((CURRENT / "config.json").read_bytes(), type=TeamConfig)
+    assert msgspec.to_builtins(config) == raw_config
+    assert config.writes_v2 and config.members[0].model_name == "" and config.members[1].agent_type_name == ""
+    raw_inbox = json.loads((CURRENT / "team-lead.json").read_text())
+    inbox = msgspec.json.decode((CURRENT / "team-lead.json").read_bytes(), type=list[InboxMessage])
+    assert [msgspec.to_builtins(m) for m in inbox] == raw_inbox
+    idle = parse_body(inbox[0].text)
+    assert idle is not None and getattr(idle, "result", None) == "idle"
+
+
+def test_writing_into_a_2_1_330_team_uses_its_entry_shape(tmp_path: Path) -> None:
+    team_dir = tmp_path / "teams" / "session-3250332c"
+    (team_dir / "inboxes").mkdir(parents=True)
+    (team_dir / "config.json").write_bytes((CURRENT / "config.json").read_bytes())
+    assert TeamConfigStore(tmp_path, "session-3250332c").read().writes_v2
+    Messenger(tmp_path, "session-3250332c").send_message("team-lead", "worker", "hi", "hi")
+    entry = json.loads((team_dir / "inboxes" / "worker.json").read_text())[0]
+    assert entry["msgV"] == 1 and entry["type"] == "message" and len(entry["msg_id"]) == 36
+    assert Mailbox(tmp_path, "session-3250332c", "worker").read()[0].text == "hi"
