@@ -32,7 +32,8 @@ bench-quick: $(STAMP)
 	$(BIN)/agentteams bench all --quick
 
 soak: $(STAMP)
-	$(BIN)/python tests/reliability/soak.py --seconds $${SOAK_SECONDS:-600}
+	$(BIN)/python tests/reliability/soak.py --seconds $${SOAK_SECONDS:-600} \
+		--json benchmarks/results/soak-$${SOAK_SECONDS:-600}s.json --plot benchmarks/results/soak-$${SOAK_SECONDS:-600}s.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check ipc supervisor agentproc tests benchmarks

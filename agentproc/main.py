@@ -13,6 +13,7 @@ from agentproc.channel import Channel, open_channel
 from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
 from agentproc.subagent import SubagentRun
+from ipc import memtrace
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentproc: {exc.message}", file=sys.stderr)
         return 2
     set_process_name(f"at:{spec.agent_name}")
+    memtrace.start(spec.agent_name)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the lead's terminal is the lead's
     set_parent_death_signal(signal.SIGTERM)

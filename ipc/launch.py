@@ -260,6 +260,8 @@ class TeamStatus(msgspec.Struct, kw_only=True):
     runtime: str
     lead_pid: int | None = None
     task_wakes: int = 0  # wakes sent to idle teammates for ready tasks
+    lead_checks: int = 0  # looks the supervisor took at the lead's inbox
+    lead_check_seconds: float = 0.0  # and the time they took, together
     teammates: list[TeammateStatus] = []
 
     def teammate(self, name: str) -> TeammateStatus | None:

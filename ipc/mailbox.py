@@ -68,6 +68,17 @@ def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
 
 
 @dataclass(frozen=True)
+class Scanned:
+    """An entry found by :meth:`Mailbox.scan`: its position, the message, and where its
+    bytes (``raw``) start in the file."""
+
+    position: int
+    message: InboxMessage
+    start: int
+    raw: bytes
+
+
+@dataclass(frozen=True)
 class Cursor:
     """How far a reader has looked into an inbox: entries before ``count`` (ending at byte
     ``offset``, whose last bytes were ``mark``) need not be decoded again."""
@@ -152,34 +163,80 @@ class Mailbox:
         """Archived messages followed by the inbox: everything ever delivered here."""
         return read_jsonl(self.paths.inbox_archive(self.agent), InboxMessage) + self.read()
 
-    def scan(self, cursor: Cursor) -> tuple[list[tuple[int, InboxMessage]], Cursor]:
-        """Messages that arrived after ``cursor`` (position, message), and the new cursor.
+    def scan(self, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
+        """Entries that arrived after ``cursor``, and the new cursor.
 
-        Entries already scanned are not decoded again as long as the file only grew (appends
-        and flips keep offsets); after a rewrite (new inode, other bytes) it starts over.
+        Only the bytes after the cursor are read and decoded, as long as the file only grew
+        (appends and flips keep offsets), so a long unread history costs nothing per look;
+        after a rewrite (new inode, other bytes) it starts over.
         """
-        data = read_bytes(self.path)
-        if data is None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
             return [], Cursor()
-        inode = os.stat(self.path).st_ino if data else 0
-        same = (
-            cursor.inode == inode
-            and cursor.offset <= len(data)
-            and cursor.offset > 0
-            and data[max(0, cursor.offset - len(cursor.mark)) : cursor.offset] == cursor.mark
-        )
-        start, base = (cursor.offset, cursor.count) if same else (0, 0)
-        rest = data[start:].lstrip()
-        if base:
+        try:
+            info = os.fstat(fd)
+            same = cursor.inode == info.st_ino and 0 < cursor.offset <= info.st_size
+            origin = cursor.offset - len(cursor.mark) if same else 0
+            buf = os.pread(fd, info.st_size - origin + 1, origin)
+        finally:
+            os.close(fd)
+        if same and _unflipped(buf[: len(cursor.mark)]) != _unflipped(cursor.mark):
+            same, origin, buf = False, 0, read_bytes(self.path) or b""
+        stripped = buf.rstrip()
+        if not stripped.endswith(b"]"):
+            return [], cursor  # caught mid-write (or empty): the next scan sees it whole
+        body_end = len(stripped[:-1].rstrip())  # in buf
+        start = len(cursor.mark) if same else 0
+        rest = buf[start:].lstrip()
+        skip = origin + len(buf) - len(rest)  # file offset of rest[0]
+        if same:
             rest = b"[" + rest[1:] if rest.startswith(b",") else b"[]"
         try:
             snap = inbox_file.parse(rest)
         except NotAnInbox:
-            return [], cursor  # caught mid-write: the next scan sees it whole
-        body_end = len(data.rstrip()[:-1].rstrip()) if data.rstrip().endswith(b"]") else len(data)
-        new = [(base + i, m) for i, m in self._messages(snap)]
-        mark = data[max(0, body_end - 64) : body_end]
-        return new, Cursor(inode=inode, count=base + len(snap.raws), offset=body_end, mark=mark)
+            return [], cursor
+        base = cursor.count if same else 0
+        new: list[Scanned] = []
+        at = 0
+        for i, message in self._messages(snap):
+            raw = bytes(snap.raws[i])
+            at = rest.find(raw, at)
+            new.append(Scanned(base + i, message, skip + at, raw))
+            at += len(raw)
+        mark = buf[max(0, body_end - 64) : body_end]
+        return new, Cursor(
+            inode=info.st_ino, count=base + len(snap.raws), offset=origin + body_end, mark=mark
+        )
+
+    def mark_scanned(self, entries: Sequence[Scanned], *, archive: bool = False) -> list[InboxMessage]:
+        """Mark scanned entries read. In place, reading only their bytes, when each is still
+        where it was scanned; with ``archive``, one pass over the file that also moves read
+        messages to the archive (without decoding the rest). Entries that moved are found
+        by position and content."""
+        if not entries:
+            return []
+        marked = [msgspec.structs.replace(e.message, read=True) for e in entries]
+        with locked(self.path, root=self.paths.root):
+            if archive:
+                snap = self._load_locked()
+                if all(
+                    e.position < len(snap.raws) and bytes(snap.raws[e.position]) == e.raw for e in entries
+                ):
+                    self._mark(snap, [e.position for e in entries], archive=True)
+                    return marked
+            else:
+                with os_errors(f"cannot open {self.path}"):
+                    fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    flags = [_flag_offset(fd, e) for e in entries]
+                    if all(f >= 0 for f in flags):
+                        for offset in flags:
+                            write_at(fd, self.path, offset, inbox_file.FLIP)
+                        return marked
+                finally:
+                    os.close(fd)
+        return self.mark_positions([e.position for e in entries], [e.message for e in entries])
 
     # ------------------------------------------------------------ writing (under the lock)
 
@@ -322,11 +379,12 @@ class Mailbox:
 
         return self.take(first, limit=limit)
 
-    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> None:
+    def _mark(self, snap: Snapshot, positions: Sequence[int], *, archive: bool = False) -> None:
         """Mark entries read (caller holds the lock): in place when every flag can be flipped
-        and no archiving is due, else one rewrite."""
+        and no archiving is due (or asked for), else one rewrite."""
         offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
-        if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
+        due = archive or snap.read_count() + len(positions) > archive_threshold()
+        if all(o >= 0 for o in offsets) and not due:
             with os_errors(f"cannot open {self.path}"):
                 fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
             try:
@@ -410,6 +468,22 @@ class Mailbox:
         """Empty the inbox (the archive is left alone)."""
         with locked(self.path, root=self.paths.root):
             atomic_write(self.path, b"[]\n")
+
+
+def _unflipped(data: bytes) -> bytes:
+    """``data`` with read flags flipped in place set back: a flip keeps every offset."""
+    return data.replace(b"true ", b"false")
+
+
+def _flag_offset(fd: int, entry: Scanned) -> int:
+    """File offset of ``entry``'s ``false`` if the entry is still at its scanned place with
+    exactly one top-level read flag, else -1."""
+    at = entry.raw.find(inbox_file.READ_FALSE)
+    if at < 0 or entry.raw.find(inbox_file.READ_FALSE, at + 1) >= 0:
+        return -1
+    if os.pread(fd, len(entry.raw), entry.start) != entry.raw:
+        return -1
+    return entry.start + at + len(inbox_file.READ_FALSE) - len(b"false")
 
 
 def _with_read(raw: bytes) -> bytes:

@@ -32,6 +32,7 @@ from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
 from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
 from ipc.task_graph import TaskGraph
+from ipc.task_window import TaskWindow, task_ids
 
 ClaimReason = Literal[
     "task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy", "failed"
@@ -39,7 +40,6 @@ ClaimReason = Literal[
 STATUSES = ("pending", "in_progress", "completed", "deleted")
 MAX_DESCRIPTION_BYTES = 1024 * 1024  # the same limit as a message
 _decoder = msgspec.json.Decoder(Task)
-_TASK_FILE = re.compile(r"^([0-9]{1,12})\.json$")
 
 
 class ClaimResult(Struct, kw_only=True):
@@ -106,6 +106,7 @@ class TaskList:
         self.problems: builtins.list[str] = []
         self._cache: dict[str, tuple[FileKey, Task]] = {}
         self.on_ready = on_ready
+        self.window = TaskWindow(self.dir, self._read_or_gone, self._highwatermark, self._forget)
 
     def _ready(self, ids: builtins.list[str]) -> None:
         if ids and self.on_ready is not None:
@@ -126,17 +127,24 @@ class TaskList:
             raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
         if task.id != task_id:
             raise CorruptFile(path, f"holds task id {task.id!r}, expected {task_id!r}")
-        self._cache[task_id] = (key, task)
+        if not self.window.behind(task_id):  # completed history is not kept in memory
+            self._cache[task_id] = (key, task)
         return task
+
+    def _read_or_gone(self, task_id: str) -> Task | None:
+        try:
+            return self._read(task_id)
+        except NotFound:
+            return None
+
+    def _forget(self, task_id: str) -> None:
+        self._cache.pop(task_id, None)
 
     def get(self, task_id: str) -> Task:
         return self._read(str(task_id))
 
     def _ids(self) -> builtins.list[str]:
-        if not self.dir.is_dir():
-            return []
-        ids = [m.group(1) for e in os.listdir(self.dir) if (m := _TASK_FILE.match(e))]
-        return sorted(ids, key=int)
+        return [str(n) for n in task_ids(self.dir)]
 
     def list(self, *, include_internal: bool = True) -> builtins.list[Task]:
         """Every valid task by numeric id; invalid files are reported in ``problems`` (for the
@@ -165,7 +173,11 @@ class TaskList:
     def _open_blockers(self, task: Task) -> builtins.list[str]:
         """Blockers of ``task`` that exist and are not completed."""
         return [
-            b for b in task.blocked_by if (t := self._get_or_none(b)) is not None and t.status != "completed"
+            b
+            for b in task.blocked_by
+            if not self.window.behind(b)
+            and (t := self._get_or_none(b)) is not None
+            and t.status != "completed"
         ]
 
     def is_claimable(self, task: Task) -> bool:
@@ -182,7 +194,7 @@ class TaskList:
         return next(self._claimables(), None)
 
     def _claimables(self) -> Iterator[Task]:
-        return claimable(self.list())
+        return claimable(self.window.live())
 
     # ------------------------------------------------------------ writing
 
@@ -203,8 +215,8 @@ class TaskList:
         self._cache.pop(task.id, None)
 
     def _next_id(self) -> str:
-        existing = [int(i) for i in self._ids()]
-        return str(max([self._highwatermark(), *existing]) + 1)
+        self.window.find_top()  # past every file and the mark: ids are never reused
+        return str(self.window.top + 1)
 
     def create(
         self,
@@ -436,7 +448,8 @@ class TaskList:
         if self._open_blockers(task):
             return ClaimResult(success=False, reason="blocked", task=task)
         if check_agent_busy and any(
-            t.owner_name == agent and t.status == "in_progress" and t.id != task_id for t in self.list()
+            t.owner_name == agent and t.status == "in_progress" and t.id != task_id
+            for t in self.window.live()
         ):
             return ClaimResult(success=False, reason="agent_busy", task=task)
         claimed = msgspec.structs.replace(task, owner=agent, status="in_progress")
@@ -473,7 +486,7 @@ class TaskList:
         agent = normalise_agent_name(agent)
         released: builtins.list[str] = []
         with self._locked() as guard:
-            for task in self.list():
+            for task in self.window.live():  # an in_progress task is never behind the prefix
                 if task.owner_name == agent and task.status == "in_progress":
                     meta = dict(task.meta)
                     if error:

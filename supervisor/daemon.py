@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from ipc import control, link, locks, subagents
+from ipc import control, link, locks, memtrace, subagents
 from ipc.clock import now_ms
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
@@ -253,6 +253,8 @@ class Supervisor:
             runtime=str(self.runtime),
             lead_pid=self.lead.pid,
             task_wakes=self.task_wakes,
+            lead_checks=self.lead.checks,
+            lead_check_seconds=self.lead.check_seconds,
             teammates=self.children.statuses(),
         )
 
@@ -367,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     root, team = take("--root"), take("--team")
     ready_fd = int(take("--ready-fd")) if "--ready-fd" in args else -1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(message)s", stream=sys.stderr)
+    memtrace.start("supervisor")
     try:
         sup = Supervisor(Path(root), team, SupervisorOptions.from_argv(args))
         sup.start()

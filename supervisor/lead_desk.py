@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import TYPE_CHECKING
 
 from ipc.errors import AgentTeamsError
 from ipc.launch import POLL_INTERVAL
-from ipc.mailbox import Cursor, Mailbox
+from ipc.mailbox import Cursor, Mailbox, Scanned, archive_threshold
 from ipc.osproc import pidfd_open
 from ipc.schemas import LEAD_NAME
 from ipc.wake import LEAD_AGENT, WakeListener
@@ -34,6 +35,8 @@ class LeadDesk:
         self.sup = sup
         self.mailbox = Mailbox(sup.root, sup.team, LEAD_NAME)
         self.cursor = Cursor()
+        self.flips = 0  # read flags flipped in place since the last full pass
+        self.checks, self.check_seconds = 0, 0.0  # what the looks cost (the soak watches it)
         self.pid: int | None = None  # a running lead agent
         self.pidfd: int | None = None
         self.doorbell = WakeListener(sup.ctx, sup.runtime, LEAD_NAME) if sup.zmq else None
@@ -58,6 +61,14 @@ class LeadDesk:
 
     def check(self) -> None:
         """Act on what arrived since the last look; take what is the supervisor's to take."""
+        started = time.perf_counter()
+        try:
+            self._check()
+        finally:
+            self.checks += 1
+            self.check_seconds += time.perf_counter() - started
+
+    def _check(self) -> None:
         try:
             new, cursor = self.mailbox.scan(self.cursor)
         except AgentTeamsError as exc:
@@ -69,23 +80,35 @@ class LeadDesk:
             lead_permission_mode=options.lead_permission_mode,
             lead_attached=self.pid is not None,
         )
-        positions, messages = [], []
-        for position, message in new:
-            if message.read:
+        taken: list[Scanned] = []
+        for entry in new:
+            if entry.message.read:
                 continue
-            verdict = lead_inbox.judge(message, policy)
+            verdict = lead_inbox.judge(entry.message, policy)
             for action in verdict.actions:
                 self._apply(action)
             if verdict.take:
-                positions.append(position)
-                messages.append(message)
+                taken.append(entry)
         try:
-            if positions:
-                self.mailbox.mark_positions(positions, messages)
+            self._mark(taken)
         except AgentTeamsError as exc:
             log.warning("lead inbox: %s; will look again", exc.message)
             return  # the cursor stays: these are seen again next time
         self.cursor = cursor
+
+    def _mark(self, taken: list[Scanned]) -> None:
+        """Flip the flags in place. Once the flips since the last pass outnumber both what
+        the archive keeps and half the file, one pass moves read messages to the archive:
+        the file shrinks by half or more each time, so a look costs the same however many
+        unread reports pile up for a person."""
+        if not taken:
+            return
+        self.flips += len(taken)
+        if self.flips < max(archive_threshold(), self.cursor.count // 2):
+            self.mailbox.mark_scanned(taken)
+            return
+        self.flips = 0
+        self.mailbox.mark_scanned(taken, archive=True)
 
     def _apply(self, action: lead_inbox.Action) -> None:
         children = self.sup.children

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from ipc import Mailbox
+import pytest
+
+from ipc import Mailbox, mailbox
+from ipc.mailbox import Cursor
+from ipc.schemas import InboxMessage
 
 
 def test_mark_read_matching_marks_exactly_one_equal_message(root: Path, team: str) -> None:
@@ -33,3 +38,70 @@ def test_mark_read_matching_uses_the_position_and_falls_back_when_it_moved(root:
     b = mb.unread()[1]
     assert mb.mark_read_matching(b, 0) is not None  # stale position: found by search
     assert [m.text for m in mb.unread()] == ["a"]
+
+
+def test_scan_decodes_only_what_arrived_after_the_cursor(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lead-inbox check: a long unread history costs nothing per look."""
+    mb = Mailbox(root, team, "team-lead")
+    for n in range(500):
+        mb.append(sender="bob", text=f"report {n}")
+    first, cursor = mb.scan(Cursor())
+    assert [e.position for e in first] == list(range(500))
+    decoded: list[bytes] = []
+    real = mailbox.decode_message
+
+    def counted(raw: bytes) -> InboxMessage | None:
+        decoded.append(bytes(raw))
+        return real(raw)
+
+    monkeypatch.setattr(mailbox, "decode_message", counted)
+    mb.append(sender="carol", text="new one")
+    new, cursor = mb.scan(cursor)
+    assert [(e.position, e.message.text) for e in new] == [(500, "new one")]
+    assert len(decoded) == 1
+    again, _ = mb.scan(cursor)
+    assert again == []
+
+    # Taken in place: only that flag flips, the file stays whole and the cursor still holds.
+    (taken,) = mb.mark_scanned(new)
+    assert taken.read and taken.text == "new one"
+    assert [m.text for m in mb.unread()][-1] == "report 499" and len(mb.unread()) == 500
+    mb.append(sender="carol", text="after the flip")
+    newer, cursor = mb.scan(cursor)
+    assert [(e.position, e.message.text) for e in newer] == [(501, "after the flip")]
+
+
+def test_scan_starts_over_after_a_rewrite_and_mark_scanned_finds_moved_entries(root: Path, team: str) -> None:
+    mb = Mailbox(root, team, "team-lead")
+    for text in ("a", "b", "c"):
+        mb.append(sender="bob", text=text)
+    entries, cursor = mb.scan(Cursor())
+    # A peer prunes "a" (as Claude Code 2.1.330 prunes delivered messages): "b" and "c" move.
+    kept = [m for m in json.loads(mb.path.read_bytes()) if m["text"] != "a"]
+    mb.path.with_name("tmp").write_text(json.dumps(kept, indent=2))
+    mb.path.with_name("tmp").replace(mb.path)
+    mb.append(sender="bob", text="d")
+    new, _ = mb.scan(cursor)
+    assert [(e.position, e.message.text) for e in new] == [(0, "b"), (1, "c"), (2, "d")]
+    # The stale scan of "c" no longer sits at its offset: found again by content.
+    marked = mb.mark_scanned([entries[2]])
+    assert [m.text for m in marked] == ["c"] and [m.text for m in mb.unread()] == ["b", "d"]
+
+
+def test_mark_scanned_with_archive_moves_read_messages_and_keeps_unread(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "2")
+    mb = Mailbox(root, team, "team-lead")
+    for n in range(6):
+        mb.append(sender="bob", text=f"idle {n}" if n % 2 else f"report {n}")
+    entries, _ = mb.scan(Cursor())
+    idle = [e for e in entries if e.message.text.startswith("idle")]
+    mb.mark_scanned(idle[:2])  # in place
+    assert mb.path.read_bytes().count(b'"read": true ') == 2
+    marked = mb.mark_scanned(idle[2:], archive=True)
+    assert [m.text for m in marked] == ["idle 5"]
+    assert [m.text for m in mb.read()] == ["report 0", "report 2", "report 4"]
+    assert sorted(m.text for m in mb.history()) == sorted(e.message.text for e in entries)

@@ -1,8 +1,14 @@
 """The soak: teammates, random DMs, broadcasts, task creates and completions, and random
-SIGKILLs, for a configurable time; then every message id must have arrived exactly once,
-every task be completed or open with no owner, and the supervisor must not have grown.
+SIGKILLs, for a configurable time; then every message id must have arrived exactly once and
+every task be completed or open with no owner.
 
-    python tests/reliability/soak.py --seconds 600      (make soak)
+Every ``--sample`` seconds it records the supervisor's and each teammate's RSS and what a
+message costs (the sender's call, the supervisor's CPU per message, a look at the lead's
+inbox). After the warm-up (the first five minutes, or a quarter of a shorter run) memory and
+cost must stay flat: the supervisor's RSS within 2 MiB, every teammate's within 2 MiB between
+its restarts, and each cost within 2x of where it stood.
+
+    python tests/reliability/soak.py --seconds 600 --json out.json --plot out.png   (make soak)
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ import os
 import random
 import re
 import signal
+import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -48,25 +57,185 @@ class SoakResult:
     lost_examples: list[str] = field(default_factory=list)
     supervisor_fds: tuple[int, int] = (0, 0)
     supervisor_rss_mib: tuple[float, float] = (0.0, 0.0)
+    warmup: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+    growth: dict[str, float] = field(default_factory=dict)  # what the bounds were checked on
+    too_much: list[str] = field(default_factory=list)  # bounds that were passed
 
     @property
     def ok(self) -> bool:
+        """Nothing lost, duplicated, stuck or leaked."""
         return (
             self.lost == 0
             and self.duplicates == 0
             and not self.tasks_stuck
             and self.unread_left == 0
             and self.supervisor_fds[1] - self.supervisor_fds[0] <= 16
-            and self.supervisor_rss_mib[1] - self.supervisor_rss_mib[0] <= 32
         )
 
+    @property
+    def flat(self) -> bool:
+        """Memory and per-message cost stayed within their bounds after the warm-up."""
+        return not self.too_much
 
-def run_soak(seconds: float, teammates: int = 8, seed: int = 1, root: Path | None = None) -> SoakResult:
+
+@dataclass
+class Sample:
+    t: float  # seconds since the traffic started
+    messages: int  # sent so far
+    supervisor_rss_mib: float
+    teammates_rss_mib: dict[str, float]  # "name/pid": each incarnation on its own
+    send_ms: float  # mean Team.send/broadcast call in the interval
+    supervisor_cpu_ms_per_message: float
+    lead_check_us: float  # mean look at the lead's inbox in the interval
+    lead_unread: int  # plain reports piling up for a person: the cost must not follow them
+
+
+class Sampler:
+    """Takes a :class:`Sample` every ``every`` seconds from the traffic loop."""
+
+    def __init__(self, team: Team, sup: psutil.Process, result: SoakResult, every: float) -> None:
+        self.team, self.sup, self.result, self.every = team, sup, result, every
+        self.started = time.monotonic()
+        self.next = self.started + every
+        self.send_seconds = 0.0
+        self.sends = 0
+        self.last = self._counters()
+
+    def _counters(self) -> tuple[int, float, int, float]:
+        status = self.team.status()
+        cpu = self.sup.cpu_times()
+        return self.result.messages_sent, cpu.user + cpu.system, status.lead_checks, status.lead_check_seconds
+
+    def timed_send(self, send: Callable[..., dict[str, Any]], *args: str, **kwargs: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        response = send(*args, **kwargs)
+        self.send_seconds += time.perf_counter() - t0
+        self.sends += 1
+        return response
+
+    def maybe_sample(self) -> None:
+        if time.monotonic() >= self.next:
+            self.sample()
+            self.next += self.every
+
+    def sample(self) -> None:
+        now = self._counters()
+        messages, cpu, checks, check_seconds = (b - a for a, b in zip(self.last, now, strict=True))
+        teammates = {}
+        for member in self.team.status().teammates:
+            try:
+                teammates[f"{member.name}/{member.pid}"] = (
+                    psutil.Process(member.pid or 0).memory_info().rss / 2**20
+                )
+            except (psutil.Error, ValueError):
+                continue  # between a kill and its restart
+        self.result.samples.append(
+            Sample(
+                t=round(time.monotonic() - self.started, 1),
+                messages=self.result.messages_sent,
+                supervisor_rss_mib=self.sup.memory_info().rss / 2**20,
+                teammates_rss_mib=teammates,
+                send_ms=self.send_seconds / max(1, self.sends) * 1e3,
+                supervisor_cpu_ms_per_message=cpu / max(1, int(messages)) * 1e3,
+                lead_check_us=check_seconds / max(1, int(checks)) * 1e6,
+                lead_unread=len(Mailbox(self.team.root, self.team.name, "team-lead").unread_entries()),
+            )
+        )
+        self.last, self.send_seconds, self.sends = now, 0.0, 0
+
+
+def judge(result: SoakResult) -> None:
+    """Check the curves after the warm-up against the bounds (filling growth/too_much)."""
+    after = [s for s in result.samples if s.t >= result.warmup]
+    if len(after) < 4:
+        result.too_much.append(f"only {len(after)} samples after the warm-up: run longer")
+        return
+    quarter = max(1, len(after) // 4)
+    first, last = after[:quarter], after[-quarter:]
+    grown = after[-1].supervisor_rss_mib - after[0].supervisor_rss_mib
+    result.growth["supervisor_rss_mib"] = round(grown, 2)
+    if grown > 2.0:
+        result.too_much.append(f"supervisor RSS grew {grown:.1f} MiB after the warm-up (bound 2)")
+    worst, who = 0.0, ""
+    for key in {k for s in after for k in s.teammates_rss_mib}:
+        seen = [s.teammates_rss_mib[key] for s in after if key in s.teammates_rss_mib]
+        if len(seen) >= 3 and seen[-1] - seen[1] > worst:  # from its second sample: past start-up
+            worst, who = seen[-1] - seen[1], key
+    result.growth["worst_teammate_rss_mib"] = round(worst, 2)
+    if worst > 2.0:
+        result.too_much.append(f"teammate {who} grew {worst:.1f} MiB between restarts (bound 2)")
+    for name in ("send_ms", "supervisor_cpu_ms_per_message", "lead_check_us"):
+        start = statistics.median(getattr(s, name) for s in first)
+        end = statistics.median(getattr(s, name) for s in last)
+        result.growth[f"{name}_end_over_start"] = round(end / start, 2) if start else 0.0
+        if start and end > 2 * start:
+            result.too_much.append(f"{name} went from {start:.3g} to {end:.3g} (bound 2x)")
+
+
+def plot(result: SoakResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [s.t / 60 for s in result.samples]
+    fig, (mem, cost) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    mem.plot(t, [s.supervisor_rss_mib for s in result.samples], label="supervisor", linewidth=2)
+    names = sorted({k.split("/")[0] for s in result.samples for k in s.teammates_rss_mib})
+    for name in names:
+        mem.plot(
+            t,
+            [
+                max(
+                    (v for k, v in s.teammates_rss_mib.items() if k.split("/")[0] == name),
+                    default=float("nan"),
+                )
+                for s in result.samples
+            ],
+            linewidth=0.6,
+            alpha=0.6,
+            label=f"{name} (drops: restarts)" if name == names[0] else None,
+        )
+    mem.axvline(result.warmup / 60, color="grey", linestyle=":", label="end of warm-up")
+    mem.set_ylabel("RSS (MiB)")
+    mem.legend(loc="lower right", fontsize=8)
+    cost.plot(t, [s.send_ms * 1e3 for s in result.samples], label="send call (µs)")
+    cost.plot(t, [s.lead_check_us for s in result.samples], label="look at the lead's inbox (µs)")
+    cost.plot(
+        t,
+        [s.supervisor_cpu_ms_per_message * 1e3 for s in result.samples],
+        label="supervisor CPU per message (µs)",
+    )
+    twin = cost.twinx()
+    twin.plot(
+        t,
+        [s.lead_unread for s in result.samples],
+        color="grey",
+        linestyle="--",
+        label="unread in the lead's inbox",
+    )
+    twin.set_ylabel("unread reports")
+    cost.set_yscale("log")
+    cost.set_xlabel("minutes")
+    cost.set_ylabel("cost")
+    cost.legend(loc="upper left", fontsize=8)
+    twin.legend(loc="lower right", fontsize=8)
+    fig.suptitle(
+        f"soak: {result.teammates} teammates, {result.seconds / 60:.0f} min, {result.kills} SIGKILLs"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_soak(
+    seconds: float, teammates: int = 8, seed: int = 1, root: Path | None = None, sample_every: float = 10.0
+) -> SoakResult:
     rng = random.Random(seed)
     root = root or Path(tempfile.mkdtemp(prefix="agentteams-soak-"))
     team = Team.create("soak", root=root, cwd=str(root))
     team.up(restart="on-failure", intensity=10_000, period=60.0)
-    result = SoakResult(seconds=seconds, teammates=teammates)
+    result = SoakResult(seconds=seconds, teammates=teammates, warmup=min(300.0, seconds / 4))
     expected: Counter[tuple[str, int]] = Counter()  # (recipient, message id)
     try:
         names = [team.spawn(f"w{i}", prompt="Soak: work the task list.") for i in range(teammates)]
@@ -74,19 +243,23 @@ def run_soak(seconds: float, teammates: int = 8, seed: int = 1, root: Path | Non
         time.sleep(1.0)
         result.supervisor_fds = (sup.num_fds(), 0)
         result.supervisor_rss_mib = (sup.memory_info().rss / 2**20, 0.0)
+        sampler = Sampler(team, sup, result, sample_every)
         deadline = time.monotonic() + seconds
         n = 0
         while time.monotonic() < deadline:
+            sampler.maybe_sample()
             n += 1
             action = rng.random()
             if action < 0.45:
                 target = rng.choice(names)
-                team.send(target, f"soak-{n} hello", summary=f"soak {n}")
+                sampler.timed_send(team.send, target, f"soak-{n} hello", summary=f"soak {n}")
                 expected[(target, n)] += 1
                 result.messages_sent += 1
             elif action < 0.55:
                 sender = rng.choice(names)
-                response = team.broadcast(f"soak-{n} to all", summary=f"soak {n}", sender=sender)
+                response = sampler.timed_send(
+                    team.broadcast, f"soak-{n} to all", summary=f"soak {n}", sender=sender
+                )
                 for recipient in response["recipients"]:
                     expected[(recipient, n)] += 1
                 result.messages_sent += 1
@@ -102,6 +275,8 @@ def run_soak(seconds: float, teammates: int = 8, seed: int = 1, root: Path | Non
                     os.kill(rng.choice(victims).pid or 0, signal.SIGKILL)
                     result.kills += 1
             time.sleep(rng.uniform(0.005, 0.05))
+        sampler.sample()
+        judge(result)
         settle(team, names)
         result.supervisor_fds = (result.supervisor_fds[0], sup.num_fds())
         result.supervisor_rss_mib = (result.supervisor_rss_mib[0], sup.memory_info().rss / 2**20)
@@ -154,10 +329,20 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--teammates", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
+    parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument("--plot", type=Path, help="draw memory and cost over time here (PNG)")
     args = parser.parse_args()
-    result = run_soak(args.seconds, args.teammates, args.seed)
-    print(json.dumps({**asdict(result), "ok": result.ok}, indent=1))
-    return 0 if result.ok else 1
+    result = run_soak(args.seconds, args.teammates, args.seed, sample_every=args.sample)
+    summary = {k: v for k, v in asdict(result).items() if k != "samples"}
+    print(json.dumps({**summary, "ok": result.ok, "flat": result.flat}, indent=1))
+    if args.json:
+        args.json.write_text(
+            json.dumps({**asdict(result), "ok": result.ok, "flat": result.flat}, indent=1) + "\n"
+        )
+    if args.plot:
+        plot(result, args.plot)
+    return 0 if result.ok and result.flat else 1
 
 
 if __name__ == "__main__":
