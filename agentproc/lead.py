@@ -14,6 +14,7 @@ deleted, or at ``--timeout``. It writes a :class:`~ipc.launch.LeadResult` to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -43,6 +44,7 @@ from ipc.poller import Poller, close_context, context
 from ipc.schemas import LEAD_NAME, TeammateTerminated
 from ipc.storage import atomic_write, read_jsonl
 from ipc.tasks import claimable
+from ipc.usage import team_usage
 from ipc.wake import LEAD_AGENT, WakeListener, Waker
 
 log = logging.getLogger("agentteams.lead")
@@ -204,6 +206,8 @@ class LeadLoop:
             tasks = self.ctx.tasks.list(include_internal=False)
         except AgentTeamsError:
             return
+        with contextlib.suppress(AgentTeamsError):
+            self.result.usage = team_usage(self.ctx.paths)
         seen = set(self.result.teammates)
         self.result.teammates += [m.name for m in config.teammates() if m.name not in seen]
         self.result.tasks = [
@@ -250,7 +254,10 @@ class LeadLoop:
                 turn = self.next_turn()
                 if turn is not None:
                     quiet_since = None
-                    self.handle(turn)
+                    outcome = self.handle(turn)
+                    if outcome.budget_reached:
+                        self.result.stopped_by = "budget"
+                        break
                     if self.failed_turns >= MAX_FAILED_TURNS:
                         self.result.stopped_by = "error"
                         break

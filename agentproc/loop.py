@@ -45,6 +45,13 @@ def max_failed_turns() -> int:
     return int(os.environ.get("AGENTTEAMS_MAX_FAILED_TURNS", "3"))
 
 
+def choose_shutdown(unread: list[tuple[int, InboxMessage]]) -> int | None:
+    """Only a shutdown request (an agent held by its budget takes nothing else)."""
+    return next(
+        (i for i, (_, m) in enumerate(unread) if isinstance(parse_body(m.text), ShutdownRequest)), None
+    )
+
+
 def choose_message(unread: list[tuple[int, InboxMessage]]) -> int | None:
     """Priorities 2–4 over the unread messages: the index of the one to take next."""
     for i, (_, m) in enumerate(unread):
@@ -78,6 +85,7 @@ class AgentLoop:
         self.idle = False
         self.idle_blocks = 0
         self.failed_turns = 0  # in a row
+        self.budget_stop = ""  # why no turn may start: a budget is used up
         self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
         self.woke_ns = 0
 
@@ -98,14 +106,23 @@ class AgentLoop:
         issued = request_epoch_ms(body.request_id)
         return issued is not None and issued < self.spec.incarnation_ms
 
+    def _budget_holds(self) -> bool:
+        """While a budget is used up no turn starts but a shutdown; raising the budget (a new
+        ``budget.json``) lets the agent go on at its next wake."""
+        if self.budget_stop:
+            over = getattr(self.model, "over_budget", None)
+            self.budget_stop = over() if over is not None else ""
+        return bool(self.budget_stop)
+
     def next_turn(self) -> Turn | None:
-        if self.user_queue:
+        held = self._budget_holds()
+        if self.user_queue and not held:
             text = self.user_queue.popleft()
             return Turn(kind="user", text=text, sender=LEAD_NAME, content=text)
         while True:
             # The hand-off: choose and mark read in one locked pass. A crash before the turn
             # runs loses nothing that was not already handed over.
-            taken = self.ctx.mailbox.take(choose_message)
+            taken = self.ctx.mailbox.take(choose_shutdown if held else choose_message)
             if not taken:
                 break
             message = taken[0]
@@ -132,6 +149,8 @@ class AgentLoop:
                 content=message.text,
                 is_prompt=message.from_ == LEAD_NAME and message.text == self.spawn_prompt,
             )
+        if held:
+            return None
         if self.ctx.background:
             finished = subagents.next_notification(self.ctx)
             if finished is not None:
@@ -200,7 +219,12 @@ class AgentLoop:
         except Exception as exc:  # a model bug must not kill the teammate: report it
             log.exception("%s: turn failed", self.spec.agent_name)
             outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
-        if outcome.failure_reason:
+        if outcome.budget_reached:
+            # Not the task's fault: it goes back as it was, for whoever has budget left.
+            self.budget_stop = outcome.failure_reason
+            released = self.ctx.tasks.release_owner(self.spec.agent_name)
+            log.warning("%s: %s; released task(s) %s", self.spec.agent_name, outcome.failure_reason, released)
+        elif outcome.failure_reason:
             self._after_failure(outcome.failure_reason)
         else:
             self.failed_turns = 0

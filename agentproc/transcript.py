@@ -23,26 +23,39 @@ class Transcript:
         self.sidechain = sidechain  # the subagent writing, in its parent's transcript
 
     def append(self, role: str, content: Any) -> None:
+        self._write({"role": role, "content": content})  # nothing once the team is deleted
+
+    def compaction(self, summary: str, messages: list[dict[str, Any]], replaced: int) -> None:
+        """Record a compaction: the full history stays above it; a resumed agent starts from
+        ``messages`` (the summary and the kept tail)."""
+        self._write({"type": "compaction", "summary": summary, "replaced": replaced, "messages": messages})
+
+    def _write(self, entry: dict[str, Any]) -> None:
         if not self.team_dir.is_dir():
-            return  # the team was deleted (the lead's last turn): nothing to bring back
-        entry: dict[str, Any] = {"timestamp": now_iso(), "role": role, "content": content}
+            return
+        entry = {"timestamp": now_iso(), **entry}
         if self.sidechain:
             entry.update(isSidechain=True, agentId=self.sidechain)
         append_line(self.path, json.dumps(entry, ensure_ascii=False).encode())
 
+    def _own(self) -> list[dict[str, Any]]:
+        return [e for e in read_jsonl(self.path, dict[str, Any]) if e.get("agentId", "") == self.sidechain]
+
     def entries(self) -> list[dict[str, Any]]:
         """Every user and assistant entry of this conversation (a sidechain's own, or the
         main one without sidechains); a line torn by a kill is skipped."""
-        return [
-            e
-            for e in read_jsonl(self.path, dict[str, Any])
-            if e.get("role") in ("user", "assistant") and e.get("agentId", "") == self.sidechain
-        ]
+        return [e for e in self._own() if e.get("role") in ("user", "assistant")]
 
     def messages(self) -> list[dict[str, Any]]:
-        """The conversation as Messages API messages, trimmed to a valid resumable state:
-        a trailing assistant tool_use without its results is dropped."""
-        messages = [{"role": e["role"], "content": e["content"]} for e in self.entries()]
+        """The conversation as Messages API messages, from the last compaction on, trimmed
+        to a valid resumable state: a trailing assistant tool_use without its results is
+        dropped."""
+        messages: list[dict[str, Any]] = []
+        for e in self._own():
+            if e.get("type") == "compaction" and isinstance(e.get("messages"), list):
+                messages = list(e["messages"])
+            elif e.get("role") in ("user", "assistant"):
+                messages.append({"role": e["role"], "content": e["content"]})
         while messages and messages[-1]["role"] == "assistant" and _has_tool_use(messages[-1]["content"]):
             messages.pop()
         return messages

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import contention, exchange, growth, idle, latency, spawn, tasks
+from benchmarks import caching, contention, exchange, growth, idle, latency, spawn, tasks
 from benchmarks.common import machine
 
 SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
@@ -25,6 +25,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "spawn": spawn.run,
     "idle": idle.run,
     "tasks": tasks.run,
+    "caching": caching.run,
 }
 DEFAULT_OUT = Path(__file__).parent / "results"
 
@@ -172,6 +173,25 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 f"{r['reads_per_teammate_min']:.0f}",
             )
         out.append(t)
+    if "caching" in results:
+        c = results["caching"]
+        t = Table(
+            title=f"input tokens billed per turn (input-price equivalents), {c['turns']}-turn conversation"
+        )
+        for col in ("turn", "uncached", "cached", "cache read", "cache write", "full-price input"):
+            t.add_column(col, justify="right")
+        for r in c["rows"]:
+            if r["turn"] in (1, 2, 5, 10, 25, 50):
+                t.add_row(
+                    str(r["turn"]),
+                    f"{r['uncached_billed']:,}",
+                    f"{r['cached_billed']:,}",
+                    f"{r['cached_cache_read']:,}",
+                    f"{r['cached_cache_write']:,}",
+                    f"{r['cached_input']:,}",
+                )
+        t.add_row("all", f"{c['billed_input_uncached']:,}", f"{c['billed_input_cached']:,}", "", "", "")
+        out.append(t)
     targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
     if targets:
         t = Table(title="targets")
@@ -244,6 +264,17 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         made.append(_save(plt, fig, out / "growth.png"))
+    if "caching" in results:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        rows = results["caching"]["rows"]
+        for mode in ("uncached", "cached"):
+            ax.plot([r["turn"] for r in rows], [r[f"{mode}_billed"] for r in rows], label=mode)
+        ax.set_xlabel("turn")
+        ax.set_ylabel("input tokens billed (input-price equivalents)")
+        ax.set_title("prompt caching over a 50-turn conversation")
+        ax.legend()
+        ax.grid(True, alpha=0.3)
+        made.append(_save(plt, fig, out / "caching.png"))
     return made
 
 

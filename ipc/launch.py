@@ -22,6 +22,7 @@ import msgspec
 from ipc.boundary import input_errors
 from ipc.errors import InvalidInput
 from ipc.paths import normalise_agent_name
+from ipc.usage import TeamUsage
 
 WakeMode = Literal["zmq", "poll"]
 Backend = Literal["process", "claude-code"]
@@ -41,7 +42,7 @@ S = TypeVar("S", bound=msgspec.Struct)
 MODEL_ALIASES: dict[str, tuple[str, str]] = {
     # alias: (environment variable, default model id)
     "sonnet": ("AGENTTEAMS_MODEL_SONNET", "claude-sonnet-4-5"),
-    "opus": ("AGENTTEAMS_MODEL_OPUS", "claude-opus-4-1"),
+    "opus": ("AGENTTEAMS_MODEL_OPUS", "claude-opus-4-5"),
     "haiku": ("AGENTTEAMS_MODEL_HAIKU", "claude-haiku-4-5"),
 }
 MODEL_FORMS = (
@@ -335,6 +336,7 @@ class LeadResult(msgspec.Struct, kw_only=True):
     tasks: list[dict[str, Any]] = []
     messages: int = 0
     error: str = ""
+    usage: TeamUsage | None = None  # the team's model calls, as last seen before the end
 
 
 # ---------------------------------------------------------------- argv helpers

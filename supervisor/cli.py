@@ -71,6 +71,15 @@ def struct_arguments(
         )
 
 
+def _budget_arguments(parser: argparse.ArgumentParser, whom: str) -> None:
+    parser.add_argument(
+        "--budget-tokens", type=int, default=None, help=f"stop {whom}'s model calls at this many tokens"
+    )
+    parser.add_argument(
+        "--budget-usd", type=float, default=None, help=f"stop {whom}'s model calls at this cost in USD"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
     _global_options(p, inherited=False)
@@ -121,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         up = cmd(sub, name, help)
         up.add_argument("team")
         struct_arguments(up, SupervisorOptions, SupervisorOptions.HELP)
+        _budget_arguments(up, "the team")
     down = cmd(sub, "down", "stop a team's teammates and supervisor (they stay members)")
     down.add_argument("team")
     down.add_argument("--grace", type=float, default=5.0)
@@ -141,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")
     spawn.add_argument("--cwd", default="")
     spawn.add_argument("--backend", choices=("process", "claude-code"), default="process")
+    _budget_arguments(spawn, "this teammate")
+    usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
+    usage.add_argument("team")
+    budget = cmd(
+        sub, "budget", "show or set a team's (or a teammate's) budget; agents check it before each request"
+    )
+    budget.add_argument("team")
+    budget.add_argument("--teammate", default=None, help="set this teammate's budget, not the team's")
+    _budget_arguments(budget, "the team (or --teammate)")
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")

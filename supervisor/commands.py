@@ -13,10 +13,11 @@ from typing import Any
 import msgspec
 
 from ipc.config import TeamConfigStore, scan_teams
-from ipc.errors import InvalidInput
+from ipc.errors import Conflict, InvalidInput
 from ipc.launch import SupervisorOptions, TeammateOptions
 from ipc.paths import resolve_root
 from ipc.schemas import LEAD_NAME
+from ipc.usage import spent
 from supervisor.team import Team
 
 
@@ -83,8 +84,18 @@ def cmd_team(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget(args: argparse.Namespace, team: Team, teammate: str | None = None) -> None:
+    if args.budget_tokens is not None or args.budget_usd is not None:
+        team.set_budget(args.budget_tokens, args.budget_usd, teammate)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     team = _team(args)
+    if team.is_up():  # before the budget is touched: a refused command changes nothing
+        raise Conflict(
+            f"team {team.name!r} is already up; 'agentteams budget {team.name}' changes a running team's budget"
+        )
+    _budget(args, team)
     fields = {f: getattr(args, f) for f in SupervisorOptions.__struct_fields__}
     wake = fields.pop("wake")
     pid = team.up(wake=wake, **fields)
@@ -142,7 +153,10 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     ).checked()
     if not team.is_up():
         team.store.read()
+    _budget(args, team, options.name)  # before its first request
     reply = team.start_teammate(options)
+    if reply.renamed_from:
+        _budget(args, team, reply.name)
     note = f"; {options.name!r} was taken, so it is {reply.name}" if reply.renamed_from else ""
     emit(
         args,
@@ -330,6 +344,38 @@ def cmd_ps(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_budget(args: argparse.Namespace) -> int:
+    team = _team(args)
+    if args.budget_tokens is not None or args.budget_usd is not None:
+        team.set_budget(args.budget_tokens, args.budget_usd, args.teammate)
+    budget = team.budget()
+    limits = [("team", budget.team), *sorted(budget.agents.items())]
+    emit(
+        args,
+        budget,
+        "\n".join(
+            f"{who}: {f'{lim.tokens:,} tokens' if lim.tokens else 'no token limit'}, "
+            f"{f'${lim.usd:g}' if lim.usd else 'no dollar limit'}"
+            for who, lim in limits
+        ),
+    )
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    usage = _team(args).usage()
+
+    def show() -> None:
+        for row in usage.agents:
+            print(f"{row.agent:<16} {row.model:<28} {spent(row.tokens, row.usd)}")
+        print(f"{'total':<16} {'':<28} {spent(usage.tokens, usage.usd)}")
+        if usage.unpriced_models:
+            print(f"no price for {', '.join(usage.unpriced_models)}: set AGENTTEAMS_PRICES to count them")
+
+    emit(args, usage, show if usage.agents else f"team {usage.team} has made no model calls")
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from supervisor import view
 
@@ -359,6 +405,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "task": cmd_task,
     "ps": cmd_ps,
     "watch": cmd_watch,
+    "usage": cmd_usage,
+    "budget": cmd_budget,
     "approve": cmd_answer,
     "deny": cmd_answer,
 }

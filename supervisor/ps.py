@@ -20,6 +20,7 @@ from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
 from ipc.schemas import Task
 from ipc.tasks import TaskList
+from ipc.usage import TeamUsage, spent, team_usage
 from supervisor import launcher
 from supervisor.ps_claude import ClaudeTeam, claude_code_teams, claude_made
 from supervisor.team import Team
@@ -67,6 +68,7 @@ class TeamTree(msgspec.Struct, kw_only=True):
     wake: str = ""
     teammates: list[MateTree] = []
     failed_tasks: list[TaskRef] = []  # open tasks whose last attempt failed
+    usage: TeamUsage | None = None  # tokens and cost of the team's model calls
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -150,6 +152,10 @@ def descendants(pid: int) -> list[ProcInfo]:
 def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
     """One team's processes with state, resources, unread messages and current task."""
     tree = TeamTree(team=team.name, root=str(team.root))
+    try:
+        tree.usage = team_usage(team.paths)
+    except AgentTeamsError:
+        pass  # a damaged usage file or price table: the processes still show
     tasks = _tasks_or_empty(team.tasks)
     tree.failed_tasks = [TaskRef(id=t.id, subject=t.subject) for t in tasks if t.failed]
     pid = team.supervisor_pid()
@@ -271,11 +277,15 @@ def _mib(value: int | None) -> int:
 def print_tree(tree: TeamTree) -> None:
     sup = tree.supervisor
     failed = "".join(f"\n  failed task #{t.id} {t.subject}" for t in tree.failed_tasks)
+    usage = (
+        f"\n  usage {spent(tree.usage.tokens, tree.usage.usd)}" if tree.usage and tree.usage.agents else ""
+    )
     if sup is None:
-        print(f"{tree.team}: not up{failed}")
+        print(f"{tree.team}: not up{failed}{usage}")
         return
     print(
         f"{tree.team}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
+        + usage
     )
     if tree.forkserver:
         print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")

@@ -16,10 +16,11 @@ from ipc.errors import AgentTeamsError, NotRunning, Timeout
 from ipc.launch import LeadResult, SpawnReply, StopReply, SupervisorOptions, TeammateOptions, TeamStatus
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
-from ipc.paths import TeamPaths
+from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.schemas import LEAD_NAME, Member, TeamConfig, TeammateTerminated
 from ipc.storage import read_jsonl
 from ipc.tasks import TaskList
+from ipc.usage import Budget, TeamUsage, check_limit, read_budget, set_budget, team_usage
 from ipc.wake import Waker
 from supervisor import launcher
 from supervisor.lead_runner import LeadProcess
@@ -186,6 +187,26 @@ class Team:
         self._require_up()
         reply: SpawnReply = self._call(control.Restart(id=control.new_id(), name=name), timeout=timeout)
         return reply
+
+    def usage(self) -> TeamUsage:
+        """Tokens and cost of every model call the team's agents made, per agent and model."""
+        self.store.read()  # NotFound for a team that does not exist
+        return team_usage(self.paths)
+
+    def budget(self) -> Budget:
+        self.store.read()
+        return read_budget(self.paths)
+
+    def set_budget(
+        self, tokens: int | None = None, usd: float | None = None, teammate: str | None = None
+    ) -> None:
+        """Cap the team (or one teammate) in tokens and/or dollars; agents check before each
+        request, and stop taking turns at the limit."""
+        limit = check_limit(tokens, usd)
+        if teammate is not None:
+            teammate = normalise_agent_name(teammate)
+        self.store.read()
+        set_budget(self.paths, teammate, limit)
 
     def status(self) -> TeamStatus:
         self._require_up()

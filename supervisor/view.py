@@ -17,6 +17,7 @@ from rich.text import Text
 from ipc import trace
 from ipc.errors import AgentTeamsError
 from ipc.schemas import LEAD_NAME, InboxMessage, Task, parse_body
+from ipc.usage import spent
 from supervisor.ps import TeamTree, team_tree
 from supervisor.team import Team
 
@@ -129,11 +130,16 @@ def render(team: Team, snap: ViewSnapshot | None = None) -> Group:
         latency = f"send → turn starts: n={int(lat['n'])}  p50 {lat['p50']:.2f} ms  p99 {lat['p99']:.2f} ms"
     else:
         latency = "send → turn starts: not traced (start the team with AGENTTEAMS_TRACE=1 to measure it)"
+    usage = snap.tree.usage
+    used = (
+        f"usage: {spent(usage.tokens, usage.usd)}" if usage and usage.agents else "usage: no model calls yet"
+    )
     return Group(
         members,
         board,
         Panel("\n".join(lines) or "(no messages)", title="recent messages to the lead"),
         Text(latency),
+        Text(used),
     )
 
 

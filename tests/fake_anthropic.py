@@ -4,8 +4,10 @@ real Claude Code end to end without a network."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -92,12 +94,96 @@ def sse(message: dict[str, Any]) -> bytes:
     return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
 
 
-class FakeAnthropic:
-    """Serves POST /v1/messages from ``script(request_json, n)``; keeps every request."""
+def _tokens(part: Any) -> int:
+    """Scripted token counts: a quarter of the JSON's length, at least one."""
+    return max(1, len(json.dumps(part, sort_keys=True)) // 4)
 
-    def __init__(self, script: Script) -> None:
+
+class PromptCache:
+    """The server side of prompt caching, simulated: a request's blocks (tools, system, then
+    each message's content blocks) form a prefix; a prefix that ends at a ``cache_control``
+    breakpoint is written to the cache, and the longest cached prefix a later request starts
+    with is read from it. ``usage`` reports what a request read, wrote and paid in full; the
+    totals of everything reported are kept for tests to compare with."""
+
+    def __init__(self, output_tokens: int = 5) -> None:
+        self.cached: set[str] = set()
+        self.output_tokens = output_tokens
+        self.totals = {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
+
+    @staticmethod
+    def blocks(request: dict[str, Any]) -> list[tuple[dict[str, Any] | str, bool]]:
+        """(block without cache_control, is a breakpoint) in prefix order."""
+        out: list[tuple[dict[str, Any] | str, bool]] = []
+
+        def add(block: Any) -> None:
+            if isinstance(block, dict):
+                out.append(
+                    ({k: v for k, v in block.items() if k != "cache_control"}, "cache_control" in block)
+                )
+            else:
+                out.append((block, False))
+
+        for tool in request.get("tools", []):
+            add(tool)
+        system = request.get("system", "")
+        for block in system if isinstance(system, list) else [system]:
+            add(block)
+        for message in request.get("messages", []):
+            add(message["role"])
+            content = message["content"]
+            for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+                add(block)  # a string is shorthand for one text block, as the API takes it
+        return out
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, int]:
+        blocks = self.blocks(request)
+        digest = hashlib.sha256()
+        prefixes: list[tuple[str, int, bool]] = []  # (hash, tokens so far, breakpoint)
+        tokens = 0
+        for block, breakpoint in blocks:
+            digest.update(json.dumps(block, sort_keys=True).encode())
+            tokens += _tokens(block)
+            prefixes.append((digest.hexdigest(), tokens, breakpoint))
+        read = max((t for h, t, _ in prefixes if h in self.cached), default=0)
+        marks = [(h, t) for h, t, b in prefixes if b]
+        write = 0
+        for h, _ in marks:
+            self.cached.add(h)
+        if marks and marks[-1][1] > read:
+            write = marks[-1][1] - read
+        usage = {
+            "input_tokens": tokens - read - write,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
+        for key, value in usage.items():
+            self.totals[key] += value
+        return usage
+
+
+class FakeAnthropic:
+    """Serves POST /v1/messages from ``script(request_json, n)``; keeps every request (and
+    when it arrived). With ``usage``, a 200 reply reports ``usage(request)`` (e.g. a
+    :class:`PromptCache`); ``headers`` are added to every 200 reply."""
+
+    def __init__(
+        self,
+        script: Script,
+        usage: Callable[[dict[str, Any]], dict[str, int]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.script = script
+        self.usage = usage
+        self.headers = headers or {}
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[tuple[float, int]] = []  # (monotonic time, status answered)
         self.lock = threading.Lock()
         outer = self
 
@@ -107,7 +193,12 @@ class FakeAnthropic:
                 with outer.lock:
                     outer.requests.append(body)
                     n = len(outer.requests)
-                status, payload, headers = outer.script(body, n)
+                    status, payload, headers = outer.script(body, n)
+                    if status == 200:
+                        headers = {**outer.headers, **headers}
+                        if outer.usage is not None:
+                            payload = {**payload, "usage": outer.usage(body)}
+                    outer.arrivals.append((time.monotonic(), status))
                 streamed = body.get("stream") is True and status == 200
                 data = sse(payload) if streamed else json.dumps(payload).encode()
                 self.send_response(status)
@@ -145,6 +236,19 @@ class FakeAnthropic:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content, a string or blocks (with cache breakpoints or not)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    return text_of(last_user_content(request))
 
 
 def last_user_content(request: dict[str, Any]) -> Any:

@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 
 from ipc.schemas import IdleNotification, parse_body
-from tests.fake_anthropic import FakeAnthropic, Reply, error, text, tool_result_ids, tool_uses
+from tests.fake_anthropic import (
+    FakeAnthropic,
+    Reply,
+    error,
+    last_user_text,
+    text,
+    text_of,
+    tool_result_ids,
+    tool_uses,
+)
 from tests.runtime_helpers import running_team, wait_for
 
 
@@ -46,8 +55,7 @@ def task_script(out_file: Path) -> Any:
             )
         if results:
             return text("Finished.")
-        last = request["messages"][-1]["content"]
-        if isinstance(last, str) and "Start with task #1" in last:
+        if "Start with task #1" in last_user_text(request):
             return tool_uses(
                 ("toolu_1", "Bash", {"command": f"echo hello > {out_file}", "description": "write"})
             )
@@ -79,9 +87,9 @@ def test_a_teammate_claims_calls_tools_with_proper_pairing_and_completes(
                 "ExitPlanMode",
             }
             assert all("input_schema" in t for t in first["tools"])
-            assert '<teammate-message teammate_id="team-lead"' in first["messages"][0]["content"]
-            assert "You write files." in first["messages"][0]["content"]
-            assert "ada" in first["system"] and "team 't'" in first["system"]
+            assert '<teammate-message teammate_id="team-lead"' in text_of(first["messages"][0]["content"])
+            assert "You write files." in text_of(first["messages"][0]["content"])
+            assert "ada" in text_of(first["system"]) and "team 't'" in text_of(first["system"])
             # Pairing: each tool_result answers the tool_use of the assistant message just before it.
             for request in api.requests:
                 messages = request["messages"]

@@ -18,7 +18,7 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((tmp_path / "quick-all.json").read_text())
-    for suite in ("latency", "exchange", "contention", "growth", "spawn", "idle"):
+    for suite in ("latency", "exchange", "contention", "growth", "spawn", "idle", "caching"):
         assert suite in data and data[suite]["targets"], suite
     rows = data["latency"]["rows"]
     zmq_rows = [r for r in rows if r["wake"] == "zmq"]
@@ -26,6 +26,9 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     assert zmq_rows and poll_rows and all(r["lost"] == 0 for r in zmq_rows + poll_rows)
     assert all(math.isfinite(r["p50"]) and r["p50"] > 0 for r in rows)
     assert all(r["exactly_once"] for r in data["contention"]["appends"] + data["contention"]["claims"])
+    caching = data["caching"]
+    assert 0 < caching["billed_input_cached"] < caching["billed_input_uncached"]
+    assert all(r["cached_cache_read"] > 0 for r in caching["rows"][1:])
     assert all(r["completed"] and r["round_trips_per_s"] > 0 for r in data["exchange"]["round_trips"])
     assert all(f["received"] == f["unique"] == f["senders"] * f["each"] for f in data["exchange"]["fan_in"])
     assert {p.name for p in tmp_path.glob("*.png")} == {"latency_cdf.png", "contention.png", "growth.png"}

@@ -20,7 +20,7 @@ from ipc.schemas import PlanApprovalResponse, parse_body
 from ipc.tasks import TaskList
 from supervisor import Team
 from supervisor.lead_runner import LeadProcess
-from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, text, tool_uses
+from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, last_user_text, text, tool_uses
 from tests.runtime_helpers import alive, nothing_left_under, running_team, wait_for
 
 LEAD_MODEL = "anthropic:claude-test"
@@ -51,8 +51,7 @@ def results(request: dict[str, Any]) -> dict[str, tuple[str, bool]]:
 
 
 def turn_text(request: dict[str, Any]) -> str:
-    content = last_user_content(request)
-    return content if isinstance(content, str) else ""
+    return last_user_text(request)
 
 
 def is_lead(request: dict[str, Any]) -> bool:

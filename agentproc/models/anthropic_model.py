@@ -1,17 +1,22 @@
 """The ``anthropic:MODEL`` backend: the official SDK, tool use with tool_use/tool_result
-pairing, retries with backoff on 429 and 5xx (the SDK's, honouring retry-after), maxTurns,
-and API errors that end the turn as a ``failed`` idle notification."""
+pairing, prompt caching, context compaction, the team's budgets and shared rate limiter
+(:mod:`agentproc.models.api_calls`), maxTurns, and API errors that end the turn as a
+``failed`` idle notification."""
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
-import anthropic
-
+from agentproc.models import caching, compaction
+from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
 from agentproc.models.prompts import system_prompt
 from agentproc.tools import ToolBox
+from ipc.paths import TeamPaths
+
+log = logging.getLogger("agentteams.model")
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -22,32 +27,44 @@ def _block(block: Any) -> dict[str, Any]:
 class AnthropicModel:
     def __init__(self, model_name: str, context: ModelContext) -> None:
         self.model_name = model_name
-        self.client = anthropic.Anthropic(
-            max_retries=int(os.environ.get("AGENTTEAMS_API_RETRIES", "4")),
-            timeout=float(os.environ.get("AGENTTEAMS_API_TIMEOUT", "120")),
-        )
+        spec = context.spec
+        usage_name = spec.agent_name if spec.role != "subagent" else f"{spec.parent}.{spec.subagent_id}"
+        self.api = ApiCaller(TeamPaths(spec.root, spec.team_name), usage_name, model_name)
         self.max_turns = context.definition.max_turns or int(os.environ.get("AGENTTEAMS_MAX_TURNS", "50"))
         self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS", "4096"))
-        self.system = system_prompt(context.spec, context.definition)
+        self.system = system_prompt(spec, context.definition)
         self.transcript = context.transcript
-        # A restarted teammate continues its conversation; the loop records the new user turn.
+        self.cache = caching.enabled()
+        self.compactions = 0
+        # A restarted teammate continues its conversation (from its last compaction); the
+        # loop records the new user turn.
         self.messages: list[dict[str, Any]] = self.transcript.messages()
+
+    def over_budget(self) -> str:
+        """Why no turn may start now ("" if one may): the loop stays idle while it is set."""
+        return self.api.budget_problem()
 
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
         self.messages.append({"role": "user", "content": turn.text})
+        try:
+            return self._run(tools)
+        except OverBudget as exc:
+            return TurnOutcome(failure_reason=f"budget: {exc}", budget_reached=True)
+        except ApiFailure as exc:
+            return TurnOutcome(failure_reason=str(exc))
+
+    def _request(self, tools: ToolBox, messages: list[dict[str, Any]]) -> Any:
+        params = caching.request(self.system, tools.schemas(), messages, cache=self.cache)
+        return self.api.create(max_tokens=self.max_tokens, **params)
+
+    def _run(self, tools: ToolBox) -> TurnOutcome:
         for _ in range(self.max_turns):
-            try:
-                response = self.client.messages.create(
-                    model=self.model_name,
-                    max_tokens=self.max_tokens,
-                    system=self.system,
-                    tools=tools.schemas(),  # type: ignore[arg-type]
-                    messages=self.messages,  # type: ignore[arg-type]
-                )
-            except anthropic.APIStatusError as exc:
-                return TurnOutcome(failure_reason=f"Anthropic API error {exc.status_code}: {exc.message}")
-            except anthropic.APIError as exc:
-                return TurnOutcome(failure_reason=f"Anthropic API error: {exc.message}")
+            if (
+                self.api.last.input + self.api.last.cache_read + self.api.last.cache_write
+                > compaction.threshold()
+            ):
+                self._compact(tools)
+            response = self._request(tools, self.messages)
             content = [_block(b) for b in response.content]
             self.messages.append({"role": "assistant", "content": content})
             self.transcript.append("assistant", content)
@@ -70,3 +87,19 @@ class AnthropicModel:
             self.messages.append({"role": "user", "content": results})
             self.transcript.append("user", results)
         return TurnOutcome(failure_reason=f"reached maxTurns ({self.max_turns}) without finishing the turn")
+
+    def _compact(self, tools: ToolBox) -> None:
+        """Replace the older turns by a summary the model writes (the last message is a user
+        message here: a new turn or tool results)."""
+        if compaction.tail_start(self.messages) == 0:
+            return  # nothing before the latest exchange to replace
+        response = self._request(tools, compaction.summary_request(self.messages))
+        summary = "".join(b.text for b in response.content if b.type == "text").strip()
+        if not summary:
+            log.warning("compaction: the model wrote no summary; the conversation is kept whole")
+            return
+        replaced = compaction.tail_start(self.messages)
+        self.messages = compaction.compacted(self.messages, summary)
+        self.transcript.compaction(summary, self.messages, replaced)
+        self.compactions += 1
+        log.info("compacted %d messages into a summary of %d characters", replaced, len(summary))

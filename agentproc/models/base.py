@@ -33,6 +33,7 @@ class Turn:
 class TurnOutcome:
     failure_reason: str = ""  # non-empty: the turn ended on an error (idleReason "failed")
     final_text: str = ""  # the model's last words (2.1.330's idle notification ``result``)
+    budget_reached: bool = False  # no request was made: a budget of the team's is used up
 
 
 @dataclass(frozen=True)
