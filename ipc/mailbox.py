@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ipc import inbox_file
+from ipc import inbox_archive, inbox_file
 from ipc.boundary import os_errors
 from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
@@ -209,33 +209,48 @@ class Mailbox:
             inode=info.st_ino, count=base + len(snap.raws), offset=origin + body_end, mark=mark
         )
 
-    def mark_scanned(self, entries: Sequence[Scanned], *, archive: bool = False) -> list[InboxMessage]:
-        """Mark scanned entries read. In place, reading only their bytes, when each is still
-        where it was scanned; with ``archive``, one pass over the file that also moves read
-        messages to the archive (without decoding the rest). Entries that moved are found
-        by position and content."""
+    def archive_scanned(self, entries: Sequence[Scanned], cursor: Cursor) -> Cursor | None:
+        """Mark scanned entries read and move every read message to the archive, in one
+        pass a chunk at a time (memory does not follow the inbox's size). Returns ``cursor``
+        (the scan's) carried over to the rewritten file, or None if the file had changed
+        under the scan (then marked by content; scan it again from the start)."""
+        with locked(self.path, root=self.paths.root):
+            try:
+                current = os.stat(self.path).st_ino
+            except FileNotFoundError:
+                current = -1
+            if current == cursor.inode:
+                try:
+                    done = inbox_archive.archive_read(
+                        self.path,
+                        self.paths.inbox_archive(self.agent),
+                        {e.position for e in entries},
+                        cursor.count,
+                    )
+                except inbox_archive.NotPretty:
+                    pass
+                else:
+                    return Cursor(inode=done.inode, count=done.kept, offset=done.offset, mark=done.mark)
+        self.mark_positions([e.position for e in entries], [e.message for e in entries])
+        return None
+
+    def mark_scanned(self, entries: Sequence[Scanned]) -> list[InboxMessage]:
+        """Mark scanned entries read, in place, reading only their bytes, when each is still
+        where it was scanned; entries that moved are found by position and content."""
         if not entries:
             return []
         marked = [msgspec.structs.replace(e.message, read=True) for e in entries]
         with locked(self.path, root=self.paths.root):
-            if archive:
-                snap = self._load_locked()
-                if all(
-                    e.position < len(snap.raws) and bytes(snap.raws[e.position]) == e.raw for e in entries
-                ):
-                    self._mark(snap, [e.position for e in entries], archive=True)
+            with os_errors(f"cannot open {self.path}"):
+                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                flags = [_flag_offset(fd, e) for e in entries]
+                if all(f >= 0 for f in flags):
+                    for offset in flags:
+                        write_at(fd, self.path, offset, inbox_file.FLIP)
                     return marked
-            else:
-                with os_errors(f"cannot open {self.path}"):
-                    fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-                try:
-                    flags = [_flag_offset(fd, e) for e in entries]
-                    if all(f >= 0 for f in flags):
-                        for offset in flags:
-                            write_at(fd, self.path, offset, inbox_file.FLIP)
-                        return marked
-                finally:
-                    os.close(fd)
+            finally:
+                os.close(fd)
         return self.mark_positions([e.position for e in entries], [e.message for e in entries])
 
     # ------------------------------------------------------------ writing (under the lock)
@@ -379,12 +394,11 @@ class Mailbox:
 
         return self.take(first, limit=limit)
 
-    def _mark(self, snap: Snapshot, positions: Sequence[int], *, archive: bool = False) -> None:
+    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> None:
         """Mark entries read (caller holds the lock): in place when every flag can be flipped
-        and no archiving is due (or asked for), else one rewrite."""
+        and no archiving is due, else one rewrite."""
         offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
-        due = archive or snap.read_count() + len(positions) > archive_threshold()
-        if all(o >= 0 for o in offsets) and not due:
+        if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
             with os_errors(f"cannot open {self.path}"):
                 fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
             try:

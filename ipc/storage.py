@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -71,16 +71,28 @@ def set_write_hook(hook: WriteHook | None) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (caller holds the lock). Mode 0600."""
+    with atomic_write_from(path) as write:
+        write(data)
+
+
+@contextlib.contextmanager
+def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], None]]:
+    """Replace ``path`` atomically with what is written through the function this yields,
+    piece by piece (caller holds the lock); if the block raises, ``path`` is left as it was."""
     ensure_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     mode = durability()
     try:
-        if _write_hook is not None:
-            _write_hook(path, data)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)  # umask may have narrowed it; never widened
-            _write_all(fd, data)
+
+            def write(data: bytes) -> None:
+                if _write_hook is not None:
+                    _write_hook(path, data)
+                _write_all(fd, data)
+
+            yield write
             if mode != "none":
                 os.fsync(fd)
         finally:
@@ -92,6 +104,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise StorageError(f"could not write {path}: {reason(exc)}; the previous version is intact") from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_at(fd: int, path: Path, offset: int, data: bytes) -> None:

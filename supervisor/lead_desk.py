@@ -90,25 +90,25 @@ class LeadDesk:
             if verdict.take:
                 taken.append(entry)
         try:
-            self._mark(taken)
+            self.cursor = self._mark(taken, cursor) or Cursor()
         except AgentTeamsError as exc:
             log.warning("lead inbox: %s; will look again", exc.message)
             return  # the cursor stays: these are seen again next time
-        self.cursor = cursor
 
-    def _mark(self, taken: list[Scanned]) -> None:
-        """Flip the flags in place. Once the flips since the last pass outnumber both what
-        the archive keeps and half the file, one pass moves read messages to the archive:
-        the file shrinks by half or more each time, so a look costs the same however many
-        unread reports pile up for a person."""
-        if not taken:
-            return
-        self.flips += len(taken)
-        if self.flips < max(archive_threshold(), self.cursor.count // 2):
+    def _mark(self, taken: list[Scanned], cursor: Cursor) -> Cursor | None:
+        """Flip the flags in place; returns the cursor to go on from (None: start over).
+        Once the flips since the last pass reach both what the archive keeps and a quarter
+        of the file, one streaming pass moves read messages to the archive instead: a pass
+        costs the file's length and comes after a quarter of it in flips, so a flip costs
+        at most four entries' worth on average, and the pass's memory is one chunk, however
+        many unread reports pile up for a person."""
+        if taken:
+            self.flips += len(taken)
+        if self.flips < max(archive_threshold(), cursor.count // 4):
             self.mailbox.mark_scanned(taken)
-            return
+            return cursor
         self.flips = 0
-        self.mailbox.mark_scanned(taken, archive=True)
+        return self.mailbox.archive_scanned(taken, cursor)
 
     def _apply(self, action: lead_inbox.Action) -> None:
         children = self.sup.children

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from ipc import Mailbox, mailbox
+from ipc import Mailbox, inbox_archive, mailbox
 from ipc.mailbox import Cursor
 from ipc.schemas import InboxMessage
 
@@ -90,18 +91,38 @@ def test_scan_starts_over_after_a_rewrite_and_mark_scanned_finds_moved_entries(r
     assert [m.text for m in marked] == ["c"] and [m.text for m in mb.unread()] == ["b", "d"]
 
 
-def test_mark_scanned_with_archive_moves_read_messages_and_keeps_unread(
-    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_archive_scanned_streams_read_messages_out_and_carries_the_cursor(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    monkeypatch.setenv("AGENTTEAMS_INBOX_ARCHIVE_AFTER", "2")
+    monkeypatch.setattr(inbox_archive, "CHUNK", chunk)  # 64: every element spans chunks
     mb = Mailbox(root, team, "team-lead")
     for n in range(6):
         mb.append(sender="bob", text=f"idle {n}" if n % 2 else f"report {n}")
-    entries, _ = mb.scan(Cursor())
+    entries, cursor = mb.scan(Cursor())
     idle = [e for e in entries if e.message.text.startswith("idle")]
     mb.mark_scanned(idle[:2])  # in place
     assert mb.path.read_bytes().count(b'"read": true ') == 2
-    marked = mb.mark_scanned(idle[2:], archive=True)
-    assert [m.text for m in marked] == ["idle 5"]
-    assert [m.text for m in mb.read()] == ["report 0", "report 2", "report 4"]
-    assert sorted(m.text for m in mb.history()) == sorted(e.message.text for e in entries)
+    mb.append(sender="carol", text="after the scan")
+    carried = mb.archive_scanned(idle[2:], cursor)
+    assert carried is not None
+    assert [m.text for m in mb.read()] == ["report 0", "report 2", "report 4", "after the scan"]
+    assert sorted(m.text for m in mb.history()) == sorted(
+        [e.message.text for e in entries] + ["after the scan"]
+    )
+    assert all(m.read for m in mb.history() if m.text.startswith("idle"))
+    new, _ = mb.scan(carried)  # only what the scan had not seen
+    assert [(e.position, e.message.text) for e in new] == [(3, "after the scan")]
+    json.loads(mb.path.read_bytes())  # whole
+
+
+def test_archive_scanned_falls_back_for_a_file_in_another_format(root: Path, team: str) -> None:
+    mb = Mailbox(root, team, "team-lead")
+    for text in ("a", "b"):
+        mb.append(sender="bob", text=text)
+    entries, cursor = mb.scan(Cursor())
+    compact = mb.path.read_bytes().replace(b"\n", b"").replace(b"  ", b"")
+    mb.path.write_bytes(compact)  # a peer's one-line JSON, rewritten in place
+    os.utime(mb.path)
+    assert mb.archive_scanned(entries[:1], cursor) is None  # marked by content instead
+    assert [m.text for m in mb.unread()] == ["b"]

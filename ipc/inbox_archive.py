@@ -1,0 +1,121 @@
+"""The archiving pass over an inbox, a chunk at a time.
+
+An inbox that nobody reads (the lead's, with no person looking) grows without bound. Moving
+its read messages to the archive must not cost memory in proportion to it: this pass reads
+the file in chunks, splits it at element boundaries (the pretty format of
+:mod:`ipc.inbox_file`: ``\\n  },\\n  {`` only occurs between elements, since every nested line
+is indented further and strings escape newlines), flips the flags it was asked to, appends
+read elements to the archive and writes unread ones to a temp file that then replaces the
+inbox. Memory: one chunk and one element. A crash before the rename leaves the inbox as it
+was (and perhaps archive lines twice: never a lost message).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from ipc import inbox_file
+from ipc.storage import append_line, atomic_write_from
+
+CHUNK = 1 << 20
+_BOUNDARY = b"\n  },\n  {"
+_head = msgspec.json.Decoder(inbox_file._Head)
+
+
+class NotPretty(ValueError):
+    """The file is not in the two-space format this pass can split without parsing it."""
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """Where the first ``seen`` entries of the old file ended up: ``kept`` of them remain,
+    ending at byte ``offset`` of the new file, whose last bytes before it are ``mark``."""
+
+    inode: int
+    kept: int
+    offset: int
+    mark: bytes
+
+
+def elements(fd: int) -> Iterator[bytes]:
+    """Each element of the inbox open at ``fd``, in order (raises NotPretty)."""
+    buf = os.read(fd, CHUNK)
+    head = buf.lstrip()
+    if head.startswith(b"[") and head[1:].lstrip().startswith(b"]"):
+        return  # empty
+    if not buf.startswith(b"[\n  {"):
+        raise NotPretty("the inbox does not start as a two-space JSON array")
+    buf = buf[2:]
+    while True:
+        start = 0
+        while (i := buf.find(_BOUNDARY, start)) >= 0:
+            yield buf[start : i + 4]
+            start = i + 6
+        buf = buf[start:]
+        chunk = os.read(fd, CHUNK)
+        if not chunk:
+            break
+        buf += chunk
+    end = buf.rstrip()
+    if not end.endswith(b"\n  }\n]"):
+        raise NotPretty("the inbox does not end as a two-space JSON array")
+    yield end[:-2]
+
+
+def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewritten:
+    """Rewrite the inbox at ``path`` (the caller holds its lock) keeping its unread entries;
+    read ones, and those at ``flips`` (marked read here), go to ``archive``."""
+    out: list[bytes] = []  # the new file, in pieces written as they fill
+    moved: list[bytes] = []
+    kept = kept_seen = offset = size = pending = moving = 0
+    tail = mark = b""
+
+    def flush_archive() -> None:
+        nonlocal moving
+        if moved:
+            append_line(archive, b"\n".join(moved))
+            moved.clear()
+            moving = 0
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        with atomic_write_from(path) as write:
+            for position, element in enumerate(elements(fd)):
+                read = _head.decode(element).read
+                if not read and position in flips:
+                    at = element.find(inbox_file.READ_FALSE)
+                    if at >= 0 and element.find(inbox_file.READ_FALSE, at + 1) < 0:
+                        cut = at + len(inbox_file.READ_FALSE) - 5
+                        element = element[:cut] + inbox_file.FLIP + element[cut + 5 :]
+                        read = True
+                if read:
+                    moved.append(msgspec.json.format(element, indent=0))
+                    moving += len(moved[-1])
+                    if moving > CHUNK:
+                        flush_archive()
+                else:
+                    piece = (b"[\n" if kept == 0 else b",\n") + element
+                    out.append(piece)
+                    size += len(piece)
+                    pending += len(piece)
+                    tail = (tail + piece)[-64:]
+                    kept += 1
+                    if pending > CHUNK:
+                        write(b"".join(out))
+                        out.clear()
+                        pending = 0
+                if position == seen - 1:
+                    kept_seen, offset, mark = kept, size, tail
+            flush_archive()  # the archive first: a crash from here on duplicates, never loses
+            out.append(b"\n]\n" if kept else b"[]\n")
+            write(b"".join(out))
+    finally:
+        os.close(fd)
+    if kept_seen == 0:
+        offset, mark = 0, b""
+    return Rewritten(inode=os.stat(path).st_ino, kept=kept_seen, offset=offset, mark=mark)
