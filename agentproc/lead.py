@@ -43,7 +43,7 @@ from ipc.paths import TeamPaths, agent_id
 from ipc.poller import Poller, close_context, context
 from ipc.schemas import LEAD_NAME, TeammateTerminated
 from ipc.storage import atomic_write, read_jsonl
-from ipc.tasks import claimable
+from ipc.task_rules import claimable
 from ipc.usage import team_usage
 from ipc.wake import LEAD_AGENT, WakeListener, Waker
 

@@ -35,7 +35,7 @@ from ipc.clock import now_iso
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
 from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, ShutdownRequest, TaskAssignment, parse_body
-from ipc.tasks import claim_prompt
+from ipc.task_rules import claim_prompt
 
 log = logging.getLogger("agentteams.agent")
 MAX_IDLE_BLOCKS = 5

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from ipc.mailbox import Mailbox
     from ipc.messaging import Messenger
     from ipc.paths import TeamPaths, resolve_root
-    from ipc.tasks import ClaimResult, TaskList, claim_prompt
+    from ipc.task_rules import ClaimResult, claim_prompt
+    from ipc.tasks import TaskList
 
 _HOME = {
     "TeamConfigStore": "ipc.config",
@@ -57,9 +58,9 @@ _HOME = {
     "Messenger": "ipc.messaging",
     "TeamPaths": "ipc.paths",
     "resolve_root": "ipc.paths",
-    "ClaimResult": "ipc.tasks",
+    "ClaimResult": "ipc.task_rules",
     "TaskList": "ipc.tasks",
-    "claim_prompt": "ipc.tasks",
+    "claim_prompt": "ipc.task_rules",
 }
 __all__ = [
     "AgentTeamsError",

@@ -14,6 +14,7 @@ Several programs write these files, each with its own lock (SPEC §2.1):
    once; anything else is cleared only when proper-lockfile would clear it.
 
 Nothing here ever leaves a regular file at a path Claude Code uses as a lock directory.
+(Some 400 lines, on purpose: the lock order is only safe if it is read as one whole.)
 """
 
 from __future__ import annotations

@@ -16,14 +16,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ipc import inbox_archive, inbox_file
+from ipc import inbox_file
 from ipc.boundary import os_errors
 from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
@@ -65,28 +64,6 @@ def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
         return _message.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-
-
-@dataclass(frozen=True)
-class Scanned:
-    """An entry found by :meth:`Mailbox.scan`: its position, the message, and where its
-    bytes (``raw``) start in the file."""
-
-    position: int
-    message: InboxMessage
-    start: int
-    raw: bytes
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """How far a reader has looked into an inbox: entries before ``count`` (ending at byte
-    ``offset``, whose last bytes were ``mark``) need not be decoded again."""
-
-    inode: int = 0
-    count: int = 0
-    offset: int = 0
-    mark: bytes = b""
 
 
 class Mailbox:
@@ -162,98 +139,6 @@ class Mailbox:
     def history(self) -> list[InboxMessage]:
         """Archived messages followed by the inbox: everything ever delivered here."""
         return read_jsonl(self.paths.inbox_archive(self.agent), InboxMessage) + self.read()
-
-    def scan(self, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
-        """Entries that arrived after ``cursor``, and the new cursor.
-
-        Only the bytes after the cursor are read and decoded, as long as the file only grew
-        (appends and flips keep offsets), so a long unread history costs nothing per look;
-        after a rewrite (new inode, other bytes) it starts over.
-        """
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return [], Cursor()
-        try:
-            info = os.fstat(fd)
-            same = cursor.inode == info.st_ino and 0 < cursor.offset <= info.st_size
-            origin = cursor.offset - len(cursor.mark) if same else 0
-            buf = os.pread(fd, info.st_size - origin + 1, origin)
-        finally:
-            os.close(fd)
-        if same and _unflipped(buf[: len(cursor.mark)]) != _unflipped(cursor.mark):
-            same, origin, buf = False, 0, read_bytes(self.path) or b""
-        stripped = buf.rstrip()
-        if not stripped.endswith(b"]"):
-            return [], cursor  # caught mid-write (or empty): the next scan sees it whole
-        body_end = len(stripped[:-1].rstrip())  # in buf
-        start = len(cursor.mark) if same else 0
-        rest = buf[start:].lstrip()
-        skip = origin + len(buf) - len(rest)  # file offset of rest[0]
-        if same:
-            rest = b"[" + rest[1:] if rest.startswith(b",") else b"[]"
-        try:
-            snap = inbox_file.parse(rest)
-        except NotAnInbox:
-            return [], cursor
-        base = cursor.count if same else 0
-        new: list[Scanned] = []
-        at = 0
-        for i, message in self._messages(snap):
-            raw = bytes(snap.raws[i])
-            at = rest.find(raw, at)
-            new.append(Scanned(base + i, message, skip + at, raw))
-            at += len(raw)
-        mark = buf[max(0, body_end - 64) : body_end]
-        return new, Cursor(
-            inode=info.st_ino, count=base + len(snap.raws), offset=origin + body_end, mark=mark
-        )
-
-    def archive_scanned(self, entries: Sequence[Scanned], cursor: Cursor) -> Cursor | None:
-        """Mark scanned entries read and move every read message to the archive, in one
-        pass a chunk at a time (memory does not follow the inbox's size). Returns ``cursor``
-        (the scan's) carried over to the rewritten file, or None if the file had changed
-        under the scan (then marked by content; scan it again from the start)."""
-        with locked(self.path, root=self.paths.root):
-            try:
-                current = os.stat(self.path).st_ino
-            except FileNotFoundError:
-                current = -1
-            if current == cursor.inode:
-                try:
-                    done = inbox_archive.archive_read(
-                        self.path,
-                        self.paths.inbox_archive(self.agent),
-                        {e.position for e in entries},
-                        cursor.count,
-                    )
-                except inbox_archive.NotPretty:
-                    pass
-                else:
-                    return Cursor(inode=done.inode, count=done.kept, offset=done.offset, mark=done.mark)
-        self.mark_positions([e.position for e in entries], [e.message for e in entries])
-        return None
-
-    def mark_scanned(self, entries: Sequence[Scanned]) -> list[InboxMessage]:
-        """Mark scanned entries read, in place, reading only their bytes, when each is still
-        where it was scanned; entries that moved are found by position and content."""
-        if not entries:
-            return []
-        marked = [msgspec.structs.replace(e.message, read=True) for e in entries]
-        with locked(self.path, root=self.paths.root):
-            with os_errors(f"cannot open {self.path}"):
-                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-            try:
-                flags = [_flag_offset(fd, e) for e in entries]
-                if all(f >= 0 for f in flags):
-                    for offset in flags:
-                        write_at(fd, self.path, offset, inbox_file.FLIP)
-                    return marked
-            finally:
-                os.close(fd)
-        return self.mark_positions([e.position for e in entries], [e.message for e in entries])
-
-    # ------------------------------------------------------------ writing (under the lock)
 
     def _load_locked(self) -> Snapshot:
         """The inbox as it stands (caller holds the lock); a file torn by a crash is
@@ -482,22 +367,6 @@ class Mailbox:
         """Empty the inbox (the archive is left alone)."""
         with locked(self.path, root=self.paths.root):
             atomic_write(self.path, b"[]\n")
-
-
-def _unflipped(data: bytes) -> bytes:
-    """``data`` with read flags flipped in place set back: a flip keeps every offset."""
-    return data.replace(b"true ", b"false")
-
-
-def _flag_offset(fd: int, entry: Scanned) -> int:
-    """File offset of ``entry``'s ``false`` if the entry is still at its scanned place with
-    exactly one top-level read flag, else -1."""
-    at = entry.raw.find(inbox_file.READ_FALSE)
-    if at < 0 or entry.raw.find(inbox_file.READ_FALSE, at + 1) >= 0:
-        return -1
-    if os.pread(fd, len(entry.raw), entry.start) != entry.raw:
-        return -1
-    return entry.start + at + len(inbox_file.READ_FALSE) - len(b"false")
 
 
 def _with_read(raw: bytes) -> bytes:

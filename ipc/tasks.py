@@ -9,6 +9,11 @@ tasks it blocks. Reads take no lock; parsed files are cached against their ident
 A task that failed (``metadata.lastError``) is not claimed again automatically: it waits,
 shown as failed, until someone sets it back to pending (which clears the error) or assigns
 it. Fields other writers keep in a task file survive every rewrite.
+
+(Long for a module here, on purpose: every method below is one step of the same lock
+protocol, and reads best beside the others. The rules that need no files are in
+:mod:`ipc.task_rules`, the dependency graph in :mod:`ipc.task_graph`, what hot paths look
+at in :mod:`ipc.task_window`.)
 """
 
 from __future__ import annotations
@@ -18,11 +23,10 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET
 
 from ipc.clock import now_iso
 from ipc.errors import CorruptFile, InvalidInput, NotFound
@@ -32,61 +36,16 @@ from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
 from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
 from ipc.task_graph import TaskGraph
+from ipc.task_rules import (
+    STATUSES,
+    Change,
+    ClaimResult,
+    check_text,
+    claimable,
+)
 from ipc.task_window import TaskWindow, task_ids
 
-ClaimReason = Literal[
-    "task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy", "failed"
-]
-STATUSES = ("pending", "in_progress", "completed", "deleted")
-MAX_DESCRIPTION_BYTES = 1024 * 1024  # the same limit as a message
 _decoder = msgspec.json.Decoder(Task)
-
-
-class ClaimResult(Struct, kw_only=True):
-    success: bool
-    reason: ClaimReason | None = None
-    task: Task | None = None
-
-
-@dataclass
-class Change:
-    """What an update did: the task (None if deleted) and the tasks it made claimable."""
-
-    task: Task | None
-    unblocked: list[str] = field(default_factory=list)
-
-
-def claim_prompt(task: Task) -> str:
-    """Claude Code's auto-claim prompt (seed 000 §8, ``PZY``)."""
-    prompt = f"Complete all open tasks. Start with task #{task.id}:\n\n {task.subject}"
-    if task.description:
-        prompt += f"\n\n{task.description}"
-    return prompt
-
-
-def claimable(tasks: builtins.list[Task]) -> Iterator[Task]:
-    """The tasks of one listing a teammate could claim now: pending, unowned, not failed,
-    every blocker completed (judged from the same listing, so nothing moves in between)."""
-    open_ids = {t.id for t in tasks if t.status != "completed"}
-    for task in tasks:
-        if (
-            task.status == "pending"
-            and task.owner_name is None
-            and not task.failed
-            and not task.internal
-            and not open_ids & set(task.blocked_by)
-        ):
-            yield task
-
-
-def _check_text(subject: Any, description: Any) -> None:
-    if not isinstance(subject, str) or not subject.strip():
-        raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
-    for name, value in (("subject", subject), ("description", description)):
-        if isinstance(value, str) and len(value.encode()) > MAX_DESCRIPTION_BYTES:
-            raise InvalidInput(
-                f"the task's {name} is {len(value.encode())} bytes; the limit is {MAX_DESCRIPTION_BYTES}"
-            )
 
 
 class TaskList:
@@ -239,7 +198,7 @@ class TaskList:
         entries name existing task ids, or ``@N`` for the N-th task of this batch."""
         specs = builtins.list(specs)
         for subject, description, _, metadata, _ in specs:
-            _check_text(subject, description)
+            check_text(subject, description)
             if metadata is not None and not isinstance(metadata, dict):
                 raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
         with self._locked() as guard:
@@ -335,7 +294,7 @@ class TaskList:
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
         if subject is not None or description is not None:
-            _check_text(subject if subject is not None else "x", description)
+            check_text(subject if subject is not None else "x", description)
         new_owner = None if owner is None else (normalise_agent_name(owner) if owner else "")
         if new_owner:
             self._require_member(new_owner)  # an assignment must reach a real inbox

@@ -8,7 +8,6 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -17,25 +16,9 @@ from ipc.errors import Conflict, InvalidInput
 from ipc.launch import SupervisorOptions, TeammateOptions
 from ipc.paths import resolve_root
 from ipc.schemas import LEAD_NAME
-from ipc.usage import spent
+from supervisor.output import emit, open_team, warn
 from supervisor.team import Team
-
-
-def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) -> None:
-    if args.json:
-        print(json.dumps(msgspec.to_builtins(data), ensure_ascii=False, default=str))
-    elif callable(text):
-        text()
-    else:
-        print(text)
-
-
-def warn(message: str) -> None:
-    print(f"agentteams: warning: {message}", file=sys.stderr)
-
-
-def _team(args: argparse.Namespace, name: str | None = None) -> Team:
-    return Team.open(name or args.team, root=args.root)
+from supervisor.usage_commands import cmd_budget, cmd_usage, set_budget_from
 
 
 def _require_member(team: Team, name: str) -> None:
@@ -68,7 +51,7 @@ def cmd_team(args: argparse.Namespace) -> int:
             + _renamed(args.name, config.name, "team"),
         )
     elif args.team_command == "delete":
-        team = _team(args, args.name)
+        team = open_team(args, args.name)
         team.delete(force=args.force)
         emit(args, {"deleted": team.name}, f"deleted team {team.name}")
     else:
@@ -84,18 +67,13 @@ def cmd_team(args: argparse.Namespace) -> int:
     return 0
 
 
-def _budget(args: argparse.Namespace, team: Team, teammate: str | None = None) -> None:
-    if args.budget_tokens is not None or args.budget_usd is not None:
-        team.set_budget(args.budget_tokens, args.budget_usd, teammate)
-
-
 def cmd_up(args: argparse.Namespace) -> int:
-    team = _team(args)
+    team = open_team(args)
     if team.is_up():  # before the budget is touched: a refused command changes nothing
         raise Conflict(
             f"team {team.name!r} is already up; 'agentteams budget {team.name}' changes a running team's budget"
         )
-    _budget(args, team)
+    set_budget_from(args, team)
     fields = {f: getattr(args, f) for f in SupervisorOptions.__struct_fields__}
     wake = fields.pop("wake")
     pid = team.up(wake=wake, **fields)
@@ -126,7 +104,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    status = _team(args).status()
+    status = open_team(args).status()
     emit(
         args,
         status,
@@ -153,10 +131,10 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     ).checked()
     if not team.is_up():
         team.store.read()
-    _budget(args, team, options.name)  # before its first request
+    set_budget_from(args, team, options.name)  # before its first request
     reply = team.start_teammate(options)
     if reply.renamed_from:
-        _budget(args, team, reply.name)
+        set_budget_from(args, team, reply.name)
     note = f"; {options.name!r} was taken, so it is {reply.name}" if reply.renamed_from else ""
     emit(
         args,
@@ -169,7 +147,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
-    reply = _team(args).restart(args.name)
+    reply = open_team(args).restart(args.name)
     emit(args, reply, f"restarted {reply.name} (pid {reply.pid})")
     return 0
 
@@ -177,7 +155,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 def cmd_shutdown(args: argparse.Namespace) -> int:
     from ipc.messaging import clean_recipient
 
-    reply = _team(args).shutdown(clean_recipient(args.name), force=args.force, grace=args.grace)
+    reply = open_team(args).shutdown(clean_recipient(args.name), force=args.force, grace=args.grace)
     emit(args, reply, f"{reply.name} has shut down and left the team")
     return 0
 
@@ -200,7 +178,7 @@ def message_text(value: str) -> str:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    team = _team(args)
+    team = open_team(args)
     _require_member(team, args.sender)
     text = message_text(args.text)
     try:
@@ -215,13 +193,13 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    _team(args).push(args.name, args.text)
+    open_team(args).push(args.name, args.text)
     emit(args, {"pushed": args.name}, f"pushed to {args.name}")
     return 0
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
-    team = _team(args)
+    team = open_team(args)
     _require_member(team, args.name)
     box = team.inbox(args.name)
     messages = box.unread() if args.unread else box.read()
@@ -242,7 +220,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_task(args: argparse.Namespace) -> int:
-    team = _team(args)
+    team = open_team(args)
     tasks = team.tasks
     c = args.task_command
     try:
@@ -310,7 +288,7 @@ def cmd_task(args: argparse.Namespace) -> int:
 def cmd_answer(args: argparse.Namespace) -> int:
     from supervisor.approvals import parse_input
 
-    team = _team(args)
+    team = open_team(args)
     try:
         if args.command == "approve":
             result = team.approve(
@@ -344,42 +322,10 @@ def cmd_ps(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_budget(args: argparse.Namespace) -> int:
-    team = _team(args)
-    if args.budget_tokens is not None or args.budget_usd is not None:
-        team.set_budget(args.budget_tokens, args.budget_usd, args.teammate)
-    budget = team.budget()
-    limits = [("team", budget.team), *sorted(budget.agents.items())]
-    emit(
-        args,
-        budget,
-        "\n".join(
-            f"{who}: {f'{lim.tokens:,} tokens' if lim.tokens else 'no token limit'}, "
-            f"{f'${lim.usd:g}' if lim.usd else 'no dollar limit'}"
-            for who, lim in limits
-        ),
-    )
-    return 0
-
-
-def cmd_usage(args: argparse.Namespace) -> int:
-    usage = _team(args).usage()
-
-    def show() -> None:
-        for row in usage.agents:
-            print(f"{row.agent:<16} {row.model:<28} {spent(row.tokens, row.usd)}")
-        print(f"{'total':<16} {'':<28} {spent(usage.tokens, usage.usd)}")
-        if usage.unpriced_models:
-            print(f"no price for {', '.join(usage.unpriced_models)}: set AGENTTEAMS_PRICES to count them")
-
-    emit(args, usage, show if usage.agents else f"team {usage.team} has made no model calls")
-    return 0
-
-
 def cmd_watch(args: argparse.Namespace) -> int:
     from supervisor import view
 
-    team = _team(args)
+    team = open_team(args)
     if args.once or args.json:
         if args.json:
             print(json.dumps(msgspec.to_builtins(view.snapshot(team)), default=str))

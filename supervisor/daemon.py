@@ -49,7 +49,8 @@ from ipc.poller import close_context, context
 from ipc.schemas import LEAD_NAME
 from ipc.tasks import TaskList
 from ipc.wake import LEAD_AGENT, Waker
-from supervisor.children import Child, Children, Done
+from supervisor.child import Child, Done
+from supervisor.children import Children
 from supervisor.inbox_watch import InboxWatch
 from supervisor.lead_desk import LeadDesk
 from supervisor.policy import RestartPolicy

@@ -17,8 +17,9 @@ import msgspec
 from ipc.errors import InvalidInput, NotFound
 from ipc.launch import LeadResult
 from ipc.paths import resolve_root
-from supervisor.commands import emit, message_text, warn
+from supervisor.commands import message_text
 from supervisor.lead_runner import LeadProcess, check_lead
+from supervisor.output import emit, warn
 from supervisor.team import Team
 
 LONG_RUNNING = frozenset({"demo", "run", "watch", "lead", "chat"})

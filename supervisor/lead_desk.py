@@ -16,8 +16,9 @@ import time
 from typing import TYPE_CHECKING
 
 from ipc.errors import AgentTeamsError
+from ipc.inbox_scan import Cursor, Scanned, archive_scanned, mark_scanned, scan
 from ipc.launch import POLL_INTERVAL
-from ipc.mailbox import Cursor, Mailbox, Scanned, archive_threshold
+from ipc.mailbox import Mailbox, archive_threshold
 from ipc.osproc import pidfd_open
 from ipc.schemas import LEAD_NAME
 from ipc.wake import LEAD_AGENT, WakeListener
@@ -70,7 +71,7 @@ class LeadDesk:
 
     def _check(self) -> None:
         try:
-            new, cursor = self.mailbox.scan(self.cursor)
+            new, cursor = scan(self.mailbox, self.cursor)
         except AgentTeamsError as exc:
             log.warning("lead inbox: %s", exc.message)
             return
@@ -105,10 +106,10 @@ class LeadDesk:
         if taken:
             self.flips += len(taken)
         if self.flips < max(archive_threshold(), cursor.count // 4):
-            self.mailbox.mark_scanned(taken)
+            mark_scanned(self.mailbox, taken)
             return cursor
         self.flips = 0
-        return self.mailbox.archive_scanned(taken, cursor)
+        return archive_scanned(self.mailbox, taken, cursor)
 
     def _apply(self, action: lead_inbox.Action) -> None:
         children = self.sup.children

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ipc import Mailbox, inbox_archive, mailbox
-from ipc.mailbox import Cursor
+from ipc.inbox_scan import Cursor, archive_scanned, mark_scanned, scan
 from ipc.schemas import InboxMessage
 
 
@@ -48,7 +48,7 @@ def test_scan_decodes_only_what_arrived_after_the_cursor(
     mb = Mailbox(root, team, "team-lead")
     for n in range(500):
         mb.append(sender="bob", text=f"report {n}")
-    first, cursor = mb.scan(Cursor())
+    first, cursor = scan(mb, Cursor())
     assert [e.position for e in first] == list(range(500))
     decoded: list[bytes] = []
     real = mailbox.decode_message
@@ -59,18 +59,18 @@ def test_scan_decodes_only_what_arrived_after_the_cursor(
 
     monkeypatch.setattr(mailbox, "decode_message", counted)
     mb.append(sender="carol", text="new one")
-    new, cursor = mb.scan(cursor)
+    new, cursor = scan(mb, cursor)
     assert [(e.position, e.message.text) for e in new] == [(500, "new one")]
     assert len(decoded) == 1
-    again, _ = mb.scan(cursor)
+    again, _ = scan(mb, cursor)
     assert again == []
 
     # Taken in place: only that flag flips, the file stays whole and the cursor still holds.
-    (taken,) = mb.mark_scanned(new)
+    (taken,) = mark_scanned(mb, new)
     assert taken.read and taken.text == "new one"
     assert [m.text for m in mb.unread()][-1] == "report 499" and len(mb.unread()) == 500
     mb.append(sender="carol", text="after the flip")
-    newer, cursor = mb.scan(cursor)
+    newer, cursor = scan(mb, cursor)
     assert [(e.position, e.message.text) for e in newer] == [(501, "after the flip")]
 
 
@@ -78,16 +78,16 @@ def test_scan_starts_over_after_a_rewrite_and_mark_scanned_finds_moved_entries(r
     mb = Mailbox(root, team, "team-lead")
     for text in ("a", "b", "c"):
         mb.append(sender="bob", text=text)
-    entries, cursor = mb.scan(Cursor())
+    entries, cursor = scan(mb, Cursor())
     # A peer prunes "a" (as Claude Code 2.1.330 prunes delivered messages): "b" and "c" move.
     kept = [m for m in json.loads(mb.path.read_bytes()) if m["text"] != "a"]
     mb.path.with_name("tmp").write_text(json.dumps(kept, indent=2))
     mb.path.with_name("tmp").replace(mb.path)
     mb.append(sender="bob", text="d")
-    new, _ = mb.scan(cursor)
+    new, _ = scan(mb, cursor)
     assert [(e.position, e.message.text) for e in new] == [(0, "b"), (1, "c"), (2, "d")]
     # The stale scan of "c" no longer sits at its offset: found again by content.
-    marked = mb.mark_scanned([entries[2]])
+    marked = mark_scanned(mb, [entries[2]])
     assert [m.text for m in marked] == ["c"] and [m.text for m in mb.unread()] == ["b", "d"]
 
 
@@ -99,19 +99,19 @@ def test_archive_scanned_streams_read_messages_out_and_carries_the_cursor(
     mb = Mailbox(root, team, "team-lead")
     for n in range(6):
         mb.append(sender="bob", text=f"idle {n}" if n % 2 else f"report {n}")
-    entries, cursor = mb.scan(Cursor())
+    entries, cursor = scan(mb, Cursor())
     idle = [e for e in entries if e.message.text.startswith("idle")]
-    mb.mark_scanned(idle[:2])  # in place
+    mark_scanned(mb, idle[:2])  # in place
     assert mb.path.read_bytes().count(b'"read": true ') == 2
     mb.append(sender="carol", text="after the scan")
-    carried = mb.archive_scanned(idle[2:], cursor)
+    carried = archive_scanned(mb, idle[2:], cursor)
     assert carried is not None
     assert [m.text for m in mb.read()] == ["report 0", "report 2", "report 4", "after the scan"]
     assert sorted(m.text for m in mb.history()) == sorted(
         [e.message.text for e in entries] + ["after the scan"]
     )
     assert all(m.read for m in mb.history() if m.text.startswith("idle"))
-    new, _ = mb.scan(carried)  # only what the scan had not seen
+    new, _ = scan(mb, carried)  # only what the scan had not seen
     assert [(e.position, e.message.text) for e in new] == [(3, "after the scan")]
     json.loads(mb.path.read_bytes())  # whole
 
@@ -120,9 +120,9 @@ def test_archive_scanned_falls_back_for_a_file_in_another_format(root: Path, tea
     mb = Mailbox(root, team, "team-lead")
     for text in ("a", "b"):
         mb.append(sender="bob", text=text)
-    entries, cursor = mb.scan(Cursor())
+    entries, cursor = scan(mb, Cursor())
     compact = mb.path.read_bytes().replace(b"\n", b"").replace(b"  ", b"")
     mb.path.write_bytes(compact)  # a peer's one-line JSON, rewritten in place
     os.utime(mb.path)
-    assert mb.archive_scanned(entries[:1], cursor) is None  # marked by content instead
+    assert archive_scanned(mb, entries[:1], cursor) is None  # marked by content instead
     assert [m.text for m in mb.unread()] == ["b"]

@@ -1,0 +1,67 @@
+"""The rules of the task list that need no files: claim results, what one listing says is
+claimable, the auto-claim prompt, and the checks on a task's text."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from msgspec import Struct
+
+from ipc.errors import InvalidInput
+from ipc.schemas import Task
+
+ClaimReason = Literal[
+    "task_not_found", "already_claimed", "already_resolved", "blocked", "agent_busy", "failed"
+]
+STATUSES = ("pending", "in_progress", "completed", "deleted")
+MAX_DESCRIPTION_BYTES = 1024 * 1024  # the same limit as a message
+
+
+class ClaimResult(Struct, kw_only=True):
+    success: bool
+    reason: ClaimReason | None = None
+    task: Task | None = None
+
+
+@dataclass
+class Change:
+    """What an update did: the task (None if deleted) and the tasks it made claimable."""
+
+    task: Task | None
+    unblocked: list[str] = field(default_factory=list)
+
+
+def claim_prompt(task: Task) -> str:
+    """Claude Code's auto-claim prompt (seed 000 §8, ``PZY``)."""
+    prompt = f"Complete all open tasks. Start with task #{task.id}:\n\n {task.subject}"
+    if task.description:
+        prompt += f"\n\n{task.description}"
+    return prompt
+
+
+def claimable(tasks: builtins.list[Task]) -> Iterator[Task]:
+    """The tasks of one listing a teammate could claim now: pending, unowned, not failed,
+    every blocker completed (judged from the same listing, so nothing moves in between)."""
+    open_ids = {t.id for t in tasks if t.status != "completed"}
+    for task in tasks:
+        if (
+            task.status == "pending"
+            and task.owner_name is None
+            and not task.failed
+            and not task.internal
+            and not open_ids & set(task.blocked_by)
+        ):
+            yield task
+
+
+def check_text(subject: Any, description: Any) -> None:
+    if not isinstance(subject, str) or not subject.strip():
+        raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
+    for name, value in (("subject", subject), ("description", description)):
+        if isinstance(value, str) and len(value.encode()) > MAX_DESCRIPTION_BYTES:
+            raise InvalidInput(
+                f"the task's {name} is {len(value.encode())} bytes; the limit is {MAX_DESCRIPTION_BYTES}"
+            )
