@@ -39,10 +39,12 @@ def _ms(value: float) -> str:
 def tables(results: dict[str, Any]) -> list[Table]:
     out: list[Table] = []
     if "latency" in results:
-        t = Table(title="send → recipient's loop has the message (ms, one way)")
-        for col in ("path", "wake", "teammates", "traffic", "inbox", "n", "p50", "p90", "p99", "max", "lost"):
+        t = Table(title="send → the recipient's turn starts (ms, one way), and where the time went (p50)")
+        cols = ("path", "wake", "teammates", "traffic", "inbox", "n", "p50", "p90", "p99", "max", "lost")
+        for col in (*cols, "write", "ring", "wake", "take"):
             t.add_column(col, justify="right" if col not in ("path", "wake", "traffic") else "left")
         for r in results["latency"]["rows"]:
+            stage = r.get("stages_ms") or {}
             t.add_row(
                 r["path"],
                 r["wake"],
@@ -55,6 +57,7 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 _ms(r["p99"]),
                 _ms(r["max"]),
                 str(r["lost"]),
+                *(_ms(stage[k]) if k in stage else "-" for k in ("write", "wake_send", "wake", "take")),
             )
         out.append(t)
     if "exchange" in results:
@@ -232,7 +235,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
             )
             ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=label)
         ax.set_xscale("log")
-        ax.set_xlabel("send → wake, ms (log)")
+        ax.set_xlabel("send → turn starts, ms (log)")
         ax.set_ylabel("fraction of messages")
         ax.set_title("latency CDF, spaced-out traffic")
         ax.legend(fontsize=7)

@@ -78,6 +78,12 @@ class TaskWindow:
                 found.append(task)
         return found
 
+    def reopened(self, task: Task) -> None:
+        """A task this process wrote: if it is open and behind the prefix, the prefix moves
+        back before it at once (a peer's reopening waits for the sweep)."""
+        if task.status != "completed" and self.behind(task.id):
+            self.through = int(task.id) - 1
+
     def behind(self, task_id: str) -> bool:
         """True if ``task_id`` is behind the prefix (so completed or gone, as of the last look)."""
         return task_id.isdigit() and int(task_id) <= self.through

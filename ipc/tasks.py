@@ -172,6 +172,7 @@ class TaskList:
         original = read_object(read_bytes(path) or b"")
         atomic_write(path, dump_json(merged(original, task)))
         self._cache.pop(task.id, None)
+        self.window.reopened(task)
 
     def _next_id(self) -> str:
         self.window.find_top()  # past every file and the mark: ids are never reused

@@ -65,3 +65,12 @@ def test_new_ids_follow_files_a_peer_created_without_the_mark(root: Path, team: 
     (root / "tasks" / team / ".highwatermark").unlink()
     assert tl.create("ours").id == "5"
     assert [t.subject for t in tl.window.live()] == ["from a peer", "ours"]
+
+
+def test_a_task_this_process_reopens_is_seen_at_once(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    _complete_all(tl, 4)
+    assert tl.find_claimable() is None and tl.window.through == 4
+    tl.update("3", status="pending")
+    found = tl.find_claimable()
+    assert found is not None and found.id == "3"
