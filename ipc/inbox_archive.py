@@ -22,7 +22,7 @@ import msgspec
 from ipc import inbox_file
 from ipc.storage import append_line, atomic_write_from
 
-CHUNK = 1 << 20
+CHUNK = 1 << 18  # small: the pass must not show in the supervisor's RSS
 _BOUNDARY = b"\n  },\n  {"
 _head = msgspec.json.Decoder(inbox_file._Head)
 

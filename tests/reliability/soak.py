@@ -94,8 +94,10 @@ class Sample:
 class Sampler:
     """Takes a :class:`Sample` every ``every`` seconds from the traffic loop."""
 
-    def __init__(self, team: Team, sup: psutil.Process, result: SoakResult, every: float) -> None:
-        self.team, self.sup, self.result, self.every = team, sup, result, every
+    def __init__(
+        self, team: Team, sup: psutil.Process, result: SoakResult, every: float, out: Path | None = None
+    ) -> None:
+        self.team, self.sup, self.result, self.every, self.out = team, sup, result, every, out
         self.started = time.monotonic()
         self.next = self.started + every
         self.send_seconds = 0.0
@@ -143,6 +145,15 @@ class Sampler:
             )
         )
         self.last, self.send_seconds, self.sends = now, 0.0, 0
+        if self.out is not None:  # as it goes: a run cut short keeps its curves
+            write_json(self.out, self.result, finished=False)
+
+
+def write_json(path: Path, result: SoakResult, *, finished: bool) -> None:
+    data = {**asdict(result), "finished": finished, "ok": result.ok, "flat": result.flat}
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def judge(result: SoakResult) -> None:
@@ -229,7 +240,12 @@ def plot(result: SoakResult, path: Path) -> None:
 
 
 def run_soak(
-    seconds: float, teammates: int = 8, seed: int = 1, root: Path | None = None, sample_every: float = 10.0
+    seconds: float,
+    teammates: int = 8,
+    seed: int = 1,
+    root: Path | None = None,
+    sample_every: float = 10.0,
+    out: Path | None = None,
 ) -> SoakResult:
     rng = random.Random(seed)
     root = root or Path(tempfile.mkdtemp(prefix="agentteams-soak-"))
@@ -243,7 +259,7 @@ def run_soak(
         time.sleep(1.0)
         result.supervisor_fds = (sup.num_fds(), 0)
         result.supervisor_rss_mib = (sup.memory_info().rss / 2**20, 0.0)
-        sampler = Sampler(team, sup, result, sample_every)
+        sampler = Sampler(team, sup, result, sample_every, out)
         deadline = time.monotonic() + seconds
         n = 0
         while time.monotonic() < deadline:
@@ -272,8 +288,11 @@ def run_soak(
             elif action < 0.9:
                 victims = [m for m in team.status().teammates if m.pid]
                 if victims:
-                    os.kill(rng.choice(victims).pid or 0, signal.SIGKILL)
-                    result.kills += 1
+                    try:
+                        os.kill(rng.choice(victims).pid or 0, signal.SIGKILL)
+                        result.kills += 1
+                    except ProcessLookupError:
+                        pass  # it exited (or was killed) since the status was read
             time.sleep(rng.uniform(0.005, 0.05))
         sampler.sample()
         judge(result)
@@ -333,13 +352,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--plot", type=Path, help="draw memory and cost over time here (PNG)")
     args = parser.parse_args()
-    result = run_soak(args.seconds, args.teammates, args.seed, sample_every=args.sample)
+    result = run_soak(args.seconds, args.teammates, args.seed, sample_every=args.sample, out=args.json)
     summary = {k: v for k, v in asdict(result).items() if k != "samples"}
     print(json.dumps({**summary, "ok": result.ok, "flat": result.flat}, indent=1))
     if args.json:
-        args.json.write_text(
-            json.dumps({**asdict(result), "ok": result.ok, "flat": result.flat}, indent=1) + "\n"
-        )
+        write_json(args.json, result, finished=True)
     if args.plot:
         plot(result, args.plot)
     return 0 if result.ok and result.flat else 1
