@@ -31,4 +31,9 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     assert all(r["cached_cache_read"] > 0 for r in caching["rows"][1:])
     assert all(r["completed"] and r["round_trips_per_s"] > 0 for r in data["exchange"]["round_trips"])
     assert all(f["received"] == f["unique"] == f["senders"] * f["each"] for f in data["exchange"]["fan_in"])
-    assert {p.name for p in tmp_path.glob("*.png")} == {"latency_cdf.png", "contention.png", "growth.png"}
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "latency_cdf.png",
+        "contention.png",
+        "growth.png",
+        "caching.png",
+    }
