@@ -24,7 +24,6 @@ from ipc.storage import append_line, atomic_write_from
 
 CHUNK = 1 << 18  # small: the pass must not show in the supervisor's RSS
 _BOUNDARY = b"\n  },\n  {"
-_head = msgspec.json.Decoder(inbox_file._Head)
 
 
 class NotPretty(ValueError):
@@ -86,12 +85,11 @@ def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewri
     try:
         with atomic_write_from(path) as write:
             for position, element in enumerate(elements(fd)):
-                read = _head.decode(element).read
-                if not read and position in flips:
-                    at = element.find(inbox_file.READ_FALSE)
-                    if at >= 0 and element.find(inbox_file.READ_FALSE, at + 1) < 0:
-                        cut = at + len(inbox_file.READ_FALSE) - 5
-                        element = element[:cut] + inbox_file.FLIP + element[cut + 5 :]
+                read = inbox_file.read_flag(element)  # None: not a message object, kept as a rewrite keeps it
+                if read is False and position in flips:
+                    at = inbox_file.false_at(element)
+                    if at >= 0:
+                        element = element[:at] + inbox_file.FLIP + element[at + len(inbox_file.FLIP) :]
                         read = True
                 if read:
                     moved.append(msgspec.json.format(element, indent=0))

@@ -80,11 +80,12 @@ def parse(data: bytes) -> Snapshot:
     try:
         reads: list[bool | None] = [h.read for h in _heads.decode(data)]
     except (msgspec.DecodeError, msgspec.ValidationError):
-        reads = [_read_flag(raw) for raw in raws]  # one bad entry: look at each on its own
+        reads = [read_flag(raw) for raw in raws]  # one bad entry: look at each on its own
     return Snapshot(data, raws, reads)
 
 
-def _read_flag(raw: msgspec.Raw) -> bool | None:
+def read_flag(raw: msgspec.Raw | bytes) -> bool | None:
+    """An entry's top-level ``read`` flag, or None if the entry is not a message object."""
     try:
         return _head.decode(raw).read
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -159,11 +160,17 @@ def read_flag_offset(snapshot: Snapshot, index: int) -> int:
     start = snapshot.offset_of(index)
     if start < 0:
         return -1
-    raw = bytes(snapshot.raws[index])
+    at = false_at(bytes(snapshot.raws[index]))
+    return -1 if at < 0 else start + at
+
+
+def false_at(raw: bytes) -> int:
+    """Offset within the entry ``raw`` of the ``false`` of its one top-level read flag, or -1
+    if it cannot be flipped in place (another format, no such flag, or more than one)."""
     at = raw.find(READ_FALSE)
     if at < 0 or raw.find(READ_FALSE, at + 1) >= 0:
         return -1
-    return start + at + len(READ_FALSE) - len(b"false")
+    return at + len(READ_FALSE) - len(b"false")
 
 
 # ---------------------------------------------------------------- repair

@@ -144,9 +144,7 @@ def _unflipped(data: bytes) -> bytes:
 def _flag_offset(fd: int, entry: Scanned) -> int:
     """File offset of ``entry``'s ``false`` if the entry is still at its scanned place with
     exactly one top-level read flag, else -1."""
-    at = entry.raw.find(inbox_file.READ_FALSE)
-    if at < 0 or entry.raw.find(inbox_file.READ_FALSE, at + 1) >= 0:
+    at = inbox_file.false_at(entry.raw)
+    if at < 0 or os.pread(fd, len(entry.raw), entry.start) != entry.raw:
         return -1
-    if os.pread(fd, len(entry.raw), entry.start) != entry.raw:
-        return -1
-    return entry.start + at + len(inbox_file.READ_FALSE) - len(b"false")
+    return entry.start + at

@@ -126,3 +126,13 @@ def test_archive_scanned_falls_back_for_a_file_in_another_format(root: Path, tea
     os.utime(mb.path)
     assert archive_scanned(mb, entries[:1], cursor) is None  # marked by content instead
     assert [m.text for m in mb.unread()] == ["b"]
+
+
+def test_archive_scanned_keeps_an_entry_that_is_not_a_message(root: Path, team: str) -> None:
+    mb = Mailbox(root, team, "team-lead")
+    mb.append(sender="bob", text="idle")
+    mb.append_raw(b'{"note": "a peer\'s entry"}')
+    mb.append(sender="bob", text="report")
+    entries, cursor = scan(mb, Cursor())
+    assert archive_scanned(mb, [e for e in entries if e.message.text == "idle"], cursor) is not None
+    assert b"a peer's entry" in mb.path.read_bytes() and [m.text for m in mb.unread()] == ["report"]

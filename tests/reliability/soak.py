@@ -33,6 +33,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from ipc.launch import TeamStatus  # noqa: E402
 from ipc.mailbox import Mailbox  # noqa: E402
 from supervisor import Team  # noqa: E402
 
@@ -102,10 +103,9 @@ class Sampler:
         self.next = self.started + every
         self.send_seconds = 0.0
         self.sends = 0
-        self.last = self._counters()
+        self.last = self._counters(team.status())
 
-    def _counters(self) -> tuple[int, float, int, float]:
-        status = self.team.status()
+    def _counters(self, status: TeamStatus) -> tuple[int, float, int, float]:
         cpu = self.sup.cpu_times()
         return self.result.messages_sent, cpu.user + cpu.system, status.lead_checks, status.lead_check_seconds
 
@@ -122,10 +122,11 @@ class Sampler:
             self.next += self.every
 
     def sample(self) -> None:
-        now = self._counters()
+        status = self.team.status()
+        now = self._counters(status)
         messages, cpu, checks, check_seconds = (b - a for a, b in zip(self.last, now, strict=True))
         teammates = {}
-        for member in self.team.status().teammates:
+        for member in status.teammates:
             try:
                 teammates[f"{member.name}/{member.pid}"] = (
                     psutil.Process(member.pid or 0).memory_info().rss / 2**20
