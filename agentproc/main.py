@@ -16,7 +16,7 @@ from agentproc.subagent import SubagentRun
 from ipc import memtrace
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
-from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
+from ipc.osproc import fix_malloc_mmap_threshold, kill_session, set_parent_death_signal, set_process_name
 
 _loop: AgentLoop | None = None
 
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentproc: {exc.message}", file=sys.stderr)
         return 2
     set_process_name(f"at:{spec.agent_name}")
+    fix_malloc_mmap_threshold()  # again, for a teammate started without the fork server
     memtrace.start(spec.agent_name)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the lead's terminal is the lead's

@@ -23,6 +23,22 @@ def _prctl(option: int, value: int | bytes) -> bool:
     return int(_libc.prctl(option, arg, 0, 0, 0)) == 0
 
 
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 128 * 1024  # glibc's starting value
+
+
+def fix_malloc_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
+    """Serve every allocation of ``size`` bytes or more with its own mmap, for good.
+
+    glibc raises this threshold each time such a block is freed, after which big buffers
+    (a chunk of an inbox being archived, a message just received) come from the heap, where
+    a small object left above them keeps the heap from shrinking: a long-running process's
+    RSS then climbs in steps. Fixing the threshold keeps it flat. False where the C library
+    has no ``mallopt`` (musl)."""
+    mallopt = getattr(_libc, "mallopt", None)
+    return mallopt is not None and int(mallopt(M_MMAP_THRESHOLD, size)) == 1
+
+
 def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
     """Ask the kernel to send ``sig`` to this process when its parent dies."""
     return _prctl(PR_SET_PDEATHSIG, int(sig))

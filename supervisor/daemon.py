@@ -43,7 +43,7 @@ from ipc.launch import (
 )
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
-from ipc.osproc import set_child_subreaper, set_process_name
+from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_process_name
 from ipc.paths import TeamPaths
 from ipc.poller import close_context, context
 from ipc.schemas import LEAD_NAME
@@ -92,6 +92,7 @@ class Supervisor:
         self.context = TeamContext(self.team, self.root, session, self.options, self.pid)
         set_child_subreaper()
         set_process_name("at-supervisor")
+        fix_malloc_mmap_threshold()  # it runs for hours: its RSS must not climb in steps
         self._lock_fd = self._take_pid_lock()
         self.reactor = Reactor()
         self.ctx = context()

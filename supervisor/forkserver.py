@@ -25,7 +25,13 @@ import time
 
 import msgspec
 
-from ipc.osproc import prepare_command_line, set_command_line, set_parent_death_signal, set_process_name
+from ipc.osproc import (
+    fix_malloc_mmap_threshold,
+    prepare_command_line,
+    set_command_line,
+    set_parent_death_signal,
+    set_process_name,
+)
 
 
 class SpawnOrder(msgspec.Struct):
@@ -48,13 +54,15 @@ def serve(sock: socket.socket, supervisor_pid: int, module_name: str) -> None:
     set_process_name("at-forkserver")
     prepare_command_line()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fix_malloc_mmap_threshold()  # before the teammates' imports: every teammate inherits it
     module = importlib.import_module(module_name)  # warm: the teammate's imports are paid once, here
+    buffer = bytearray(1 << 20)  # one, reused: it lives as long as the team, and so must not grow
     while True:
-        data = sock.recv(1 << 20)
-        if not data:
+        size = sock.recv_into(buffer)
+        if not size:
             return
         try:
-            order = msgspec.msgpack.decode(data, type=SpawnOrder)
+            order = msgspec.msgpack.decode(memoryview(buffer)[:size], type=SpawnOrder)
             pid = _double_fork(order, sock, supervisor_pid, module)
             sock.send(msgspec.msgpack.encode(Spawned(pid=pid)))
         except Exception as exc:  # report, keep serving

@@ -118,7 +118,13 @@ def _process(pid: int) -> psutil.Process:
 
 
 def prime(pids: list[int]) -> None:
-    """Take the first CPU reading of ``pids`` (the next :func:`describe` measures from here)."""
+    """Take the first CPU reading of ``pids`` (the next :func:`describe` measures from here).
+
+    Readings of processes not among ``pids`` are dropped: a ``watch`` left open for hours
+    over a team whose teammates restart would otherwise keep one for every pid it saw.
+    """
+    for gone in _procs.keys() - set(pids):
+        del _procs[gone]
     for pid in pids:
         try:
             _process(pid).cpu_percent(None)
@@ -256,9 +262,9 @@ def _status(team: Team) -> TeamStatus | None:
 
 
 def _pids(status: TeamStatus) -> list[int]:
-    """The supervisor, its teammates and everything below them."""
+    """The supervisor, its fork server and lead, its teammates and everything below them."""
     pids = [status.supervisor, *(t.pid for t in status.teammates if t.pid)]
-    below = []
+    below = [status.forkserver or 0, status.lead_pid or 0]
     for pid in pids[1:]:
         try:
             below += [k.pid for k in psutil.Process(pid).children(recursive=True)]

@@ -253,3 +253,18 @@ def test_unknown_teammate_errors_name_the_teammates(root: Path) -> None:
         team.spawn("alice", prompt="p")
         with pytest.raises(SupervisorError, match="teammates: alice"):
             team.shutdown("zed")
+
+
+def test_ps_keeps_cpu_readings_only_for_processes_it_still_shows(root: Path) -> None:
+    from supervisor import ps
+
+    with running_team(root) as team:
+        team.spawn("alice", prompt="p")
+        first = wait_for(lambda: team.status().teammates[0].pid)
+        ps.snapshot(str(root), "t")  # what `agentteams ps` and each `watch` refresh call
+        assert first in ps._procs
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: (pid := team.status().teammates[0].pid) and pid != first and pid)
+        ps.snapshot(str(root), "t")
+        assert first not in ps._procs
+        assert team.supervisor_pid() in ps._procs

@@ -4,9 +4,10 @@ every task be completed or open with no owner.
 
 Every ``--sample`` seconds it records the supervisor's and each teammate's RSS and what a
 message costs (the sender's call, the supervisor's CPU per message, a look at the lead's
-inbox). After the warm-up (the first five minutes, or a quarter of a shorter run) memory and
-cost must stay flat: the supervisor's RSS within 2 MiB, every teammate's within 2 MiB between
-its restarts, and each cost within 2x of where it stood.
+inbox), and the fork server's RSS (every restarted teammate starts as a copy of it). After the
+warm-up (the first five minutes, or a quarter of a shorter run) memory and cost must stay
+flat: the supervisor's and the fork server's RSS within 2 MiB, every teammate's within 2 MiB
+between its restarts, and each cost within 2x of where it stood.
 
     python tests/reliability/soak.py --seconds 600 --json out.json --plot out.png   (make soak)
 """
@@ -85,6 +86,7 @@ class Sample:
     t: float  # seconds since the traffic started
     messages: int  # sent so far
     supervisor_rss_mib: float
+    forkserver_rss_mib: float  # 0 when it is not running
     teammates_rss_mib: dict[str, float]  # "name/pid": each incarnation on its own
     send_ms: float  # mean Team.send/broadcast call in the interval
     supervisor_cpu_ms_per_message: float
@@ -125,6 +127,11 @@ class Sampler:
         status = self.team.status()
         now = self._counters(status)
         messages, cpu, checks, check_seconds = (b - a for a, b in zip(self.last, now, strict=True))
+        forkserver = 0.0
+        try:
+            forkserver = psutil.Process(status.forkserver or 0).memory_info().rss / 2**20
+        except (psutil.Error, ValueError):
+            pass  # being restarted, or teammates started with exec
         teammates = {}
         for member in status.teammates:
             try:
@@ -138,6 +145,7 @@ class Sampler:
                 t=round(time.monotonic() - self.started, 1),
                 messages=self.result.messages_sent,
                 supervisor_rss_mib=self.sup.memory_info().rss / 2**20,
+                forkserver_rss_mib=forkserver,
                 teammates_rss_mib=teammates,
                 send_ms=self.send_seconds / max(1, self.sends) * 1e3,
                 supervisor_cpu_ms_per_message=cpu / max(1, int(messages)) * 1e3,
@@ -165,10 +173,11 @@ def judge(result: SoakResult) -> None:
         return
     quarter = max(1, len(after) // 4)
     first, last = after[:quarter], after[-quarter:]
-    grown = after[-1].supervisor_rss_mib - after[0].supervisor_rss_mib
-    result.growth["supervisor_rss_mib"] = round(grown, 2)
-    if grown > 2.0:
-        result.too_much.append(f"supervisor RSS grew {grown:.1f} MiB after the warm-up (bound 2)")
+    for name in ("supervisor", "forkserver"):
+        grown = getattr(after[-1], f"{name}_rss_mib") - getattr(after[0], f"{name}_rss_mib")
+        result.growth[f"{name}_rss_mib"] = round(grown, 2)
+        if grown > 2.0:
+            result.too_much.append(f"{name} RSS grew {grown:.1f} MiB after the warm-up (bound 2)")
     worst, who = 0.0, ""
     for key in {k for s in after for k in s.teammates_rss_mib}:
         seen = [s.teammates_rss_mib[key] for s in after if key in s.teammates_rss_mib]
@@ -194,6 +203,7 @@ def plot(result: SoakResult, path: Path) -> None:
     t = [s.t / 60 for s in result.samples]
     fig, (mem, cost) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     mem.plot(t, [s.supervisor_rss_mib for s in result.samples], label="supervisor", linewidth=2)
+    mem.plot(t, [s.forkserver_rss_mib or float("nan") for s in result.samples], label="fork server")
     names = sorted({k.split("/")[0] for s in result.samples for k in s.teammates_rss_mib})
     for name in names:
         mem.plot(
