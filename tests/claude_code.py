@@ -106,3 +106,8 @@ def environment(home: Path, api_url: str, **extra: str) -> dict[str, str]:
         "npm_config_offline": "true",
         **extra,
     }
+
+
+def debug_log(root: Path) -> str:
+    """Everything Claude Code wrote with ``--debug`` under its config root."""
+    return "\n".join(p.read_text(errors="replace") for p in (root / "debug").glob("*.txt"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,31 @@ from typing import Any
 import psutil
 
 from supervisor import Team
+
+AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
+
+
+def cli(
+    root: Path, *args: str, ok: bool | None = True, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``agentteams ARGS --root ROOT``, run from ROOT. ``ok``: it must succeed; ``ok=False``: it
+    must fail with one line and no traceback; ``ok=None``: whatever it does."""
+    result = subprocess.run(
+        [*AGENTTEAMS, *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(root),
+        input=stdin,
+    )
+    if ok:
+        assert result.returncode == 0, result.stderr
+    elif ok is False:
+        assert result.returncode != 0, result.stdout
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, (
+            result.stderr
+        )
+    return result
 
 
 def team_pids(team: Team) -> list[int]:

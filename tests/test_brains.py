@@ -27,8 +27,7 @@ from tests.fake_anthropic import (
     tool_result_ids,
     tool_uses,
 )
-from tests.runtime_helpers import running_team, wait_for
-from tests.test_cli import cli
+from tests.runtime_helpers import cli, running_team, wait_for
 
 MODEL = "anthropic:claude-test"
 

@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +24,9 @@ from ipc.messaging import Messenger
 from ipc.schemas import InboxMessage, Task, TeamConfig
 from ipc.tasks import TaskList
 from supervisor import Team
-from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, environment
+from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
-from tests.runtime_helpers import nothing_left_under, wait_for
+from tests.runtime_helpers import cli, nothing_left_under, wait_for
 
 LOCK_ERRORS = re.compile(
     r"already being held|ENOTDIR|Failed to write to inbox|markMessageAsReadByIndex FAILED|ELOCKED"
@@ -134,7 +133,7 @@ class Session:
         )
 
     def debug_log(self) -> str:
-        return "\n".join(p.read_text(errors="replace") for p in (self.root / "debug").glob("*.txt"))
+        return debug_log(self.root)
 
 
 @pytest.fixture(scope="module")
@@ -174,23 +173,12 @@ def test_claude_code_writes_a_team_that_agentteams_reads_field_for_field(live: S
 
 
 def test_the_cli_reads_a_live_claude_code_team(live: Session) -> None:
-    def cli(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "supervisor.cli", "--root", str(live.root), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    assert "cc-team" in cli("team", "list")
-    assert "hello lead" in cli("inbox", "cc-team", "team-lead")
-    listed = cli("task", "list", "cc-team")
+    assert "cc-team" in cli(live.root, "team", "list").stdout
+    assert "hello lead" in cli(live.root, "inbox", "cc-team", "team-lead").stdout
+    listed = cli(live.root, "task", "list", "cc-team").stdout
     assert "Say hi" in listed and "worker" not in listed
-    assert "worker" in cli("task", "list", "cc-team", "--all")
-    shown = cli("ps")
+    assert "worker" in cli(live.root, "task", "list", "cc-team", "--all").stdout
+    shown = cli(live.root, "ps").stdout
     assert "cc-team: Claude Code team, lead not recorded" in shown and "not up" not in shown
 
 
@@ -360,50 +348,12 @@ def test_a_claude_code_teammate_without_claude_code_is_a_clear_error_that_change
     team.up()
     try:
         before = (root / "teams" / "mix" / "config.json").read_bytes()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "supervisor.cli",
-                "--root",
-                str(root),
-                "spawn",
-                "mix",
-                "cc",
-                "--prompt",
-                "p",
-                "--backend",
-                "claude-code",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = cli(root, "spawn", "mix", "cc", "--prompt", "p", "--backend", "claude-code", ok=False)
         assert done.returncode == 1 and done.stderr.count("\n") == 1
         assert "AGENTTEAMS_CLAUDE_BIN=" in done.stderr and "is not a file" in done.stderr
         assert (root / "teams" / "mix" / "config.json").read_bytes() == before
         assert not (root / "teams" / "mix" / "inboxes" / "cc.json").exists()
-        bad_model = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "supervisor.cli",
-                "--root",
-                str(root),
-                "spawn",
-                "mix",
-                "cc",
-                "--prompt",
-                "p",
-                "--model",
-                "claude-code:gpt-4",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        bad_model = cli(root, "spawn", "mix", "cc", "--prompt", "p", "--model", "claude-code:gpt-4", ok=False)
         assert bad_model.returncode == 1 and "runs Claude models" in bad_model.stderr
     finally:
         team.down()

@@ -9,7 +9,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +19,9 @@ import pytest
 
 from ipc.config import TeamConfigStore
 from ipc.messaging import Messenger
-from tests.claude_code import CURRENT_VERSION, claude_code, environment
+from tests.claude_code import CURRENT_VERSION, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
-from tests.runtime_helpers import wait_for
+from tests.runtime_helpers import cli, wait_for
 from tests.test_claude_code import LOCK_ERRORS, last_text, tools_of, used_tool_ids
 
 pytestmark = pytest.mark.interop
@@ -119,7 +118,7 @@ class Session:
         return self.conversations[who].count(f"\\n{text}\\n</teammate-message>")
 
     def debug_log(self) -> str:
-        return "\n".join(p.read_text(errors="replace") for p in (self.root / "debug").glob("*.txt"))
+        return debug_log(self.root)
 
 
 @pytest.fixture(scope="module")
@@ -147,21 +146,11 @@ def test_its_session_team_is_read_field_for_field(live: Session) -> None:
     assert msgspec.to_builtins(config) == raw
     assert config.writes_v2 and "model" not in raw["members"][0]  # leadProcess; a lead without a model
 
-    def cli(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "supervisor.cli", "--root", str(live.root), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    assert live.team() in cli("team", "list")
-    cli("inbox", live.team(), "team-lead")
-    cli("task", "list", live.team())
-    assert f"{live.team()}: Claude Code team, live, lead pid {raw['leadProcess']['pid']}" in cli("ps")
+    assert live.team() in cli(live.root, "team", "list").stdout
+    cli(live.root, "inbox", live.team(), "team-lead")
+    cli(live.root, "task", "list", live.team())
+    shown = cli(live.root, "ps").stdout
+    assert f"{live.team()}: Claude Code team, live, lead pid {raw['leadProcess']['pid']}" in shown
 
 
 def test_our_messages_reach_its_teammate_once_while_both_sides_write(live: Session) -> None:

@@ -11,25 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.runtime_helpers import alive, wait_for, wait_for_gone
-
-
-def cli(root: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "supervisor.cli", *args, "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=str(root),
-    )
-    if ok:
-        assert result.returncode == 0, result.stderr
-    else:
-        assert result.returncode != 0, result.stdout
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1, f"not one line: {result.stderr!r}"
-        assert "Traceback" not in result.stderr
-    return result
+from tests.runtime_helpers import alive, cli, wait_for, wait_for_gone
 
 
 def jcli(root: Path, *args: str) -> Any:

@@ -18,30 +18,7 @@ from ipc.errors import AgentTeamsError, Timeout
 from ipc.schemas import Task
 from supervisor import Team
 from tests.fake_anthropic import FakeAnthropic, error
-from tests.runtime_helpers import alive, running_team, team_pids, wait_for, wait_for_gone
-
-AT = [sys.executable, "-m", "supervisor.cli"]
-
-
-def cli(
-    root: Path, *args: str, ok: bool = True, stdin: str | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [*AT, *args, "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(root),
-        input=stdin,
-    )
-    if ok:
-        assert result.returncode == 0, result.stderr
-    else:
-        assert result.returncode != 0, result.stdout
-        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, (
-            result.stderr
-        )
-    return result
+from tests.runtime_helpers import AGENTTEAMS, alive, cli, running_team, team_pids, wait_for, wait_for_gone
 
 
 def scenario(root: Path, name: str, tasks: list[dict[str, Any]], teammates: int = 2, extra: str = "") -> Path:
@@ -132,7 +109,7 @@ def test_spawn_checks_everything_before_it_changes_anything(root: Path) -> None:
             err = cli(root, "spawn", "t", "bob", "--prompt", "p", *extra, ok=False).stderr
             assert message in err, err
         env_err = subprocess.run(
-            [*AT, "spawn", "t", "bob", "--prompt", "p", "--model", "sonnet", "--root", str(root)],
+            [*AGENTTEAMS, "spawn", "t", "bob", "--prompt", "p", "--model", "sonnet", "--root", str(root)],
             capture_output=True,
             text=True,
             env={k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")},
@@ -194,7 +171,7 @@ def test_wakes_from_the_cli_arrive(root: Path) -> None:
 def test_a_closed_terminal_brings_run_down(root: Path, sig: int) -> None:
     path = scenario(root, "slow", [{"key": "a", "subject": "Wait", "command": "sleep 60"}], teammates=1)
     proc = subprocess.Popen(
-        [*AT, "run", str(path), "--root", str(root)],
+        [*AGENTTEAMS, "run", str(path), "--root", str(root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -211,7 +188,7 @@ def test_a_closed_terminal_brings_run_down(root: Path, sig: int) -> None:
 def test_run_notices_at_once_that_its_supervisor_died(root: Path) -> None:
     path = scenario(root, "orphan", [{"key": "a", "subject": "Wait", "command": "sleep 60"}], teammates=1)
     proc = subprocess.Popen(
-        [*AT, "run", str(path), "--root", str(root)],
+        [*AGENTTEAMS, "run", str(path), "--root", str(root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -275,7 +252,10 @@ def test_root_and_json_work_before_the_subcommand(tmp_path: Path) -> None:
     a, b = tmp_path / "A", tmp_path / "B"
     env = {**os.environ, "AGENTTEAMS_HOME": str(a)}
     out = subprocess.run(
-        [*AT, "--root", str(b), "--json", "team", "create", "x"], capture_output=True, text=True, env=env
+        [*AGENTTEAMS, "--root", str(b), "--json", "team", "create", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert out.returncode == 0 and json.loads(out.stdout)["name"] == "x"
     assert (b / "teams" / "x").is_dir() and not a.exists()
@@ -284,7 +264,7 @@ def test_root_and_json_work_before_the_subcommand(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["../evil", "élodie", "-x", "--force"])
 def test_names_that_would_start_with_a_dash_are_refused(root: Path, name: str) -> None:
     result = subprocess.run(
-        [*AT, "--root", str(root), "team", "create", "--", name], capture_output=True, text=True
+        [*AGENTTEAMS, "--root", str(root), "team", "create", "--", name], capture_output=True, text=True
     )
     assert (
         result.returncode == 1 and "starts with '-'" in result.stderr and len(result.stderr.splitlines()) == 1
