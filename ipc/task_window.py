@@ -7,6 +7,16 @@ the history. Ids are never reused and new ones are above every existing file and
 ``.highwatermark``, so new tasks appear past the prefix. A peer could still reopen a completed
 task behind it: a sweep every :data:`SWEEP_EVERY` seconds stats the files behind the prefix
 and moves it back before any that changed since the last sweep and is not completed.
+
+The prefix is shared through a hint file, :data:`HINT` beside the tasks: after its sweep a
+process writes "at T, every id up to K was completed or gone". A process starting (a
+restarted teammate, a CLI command) takes the hint instead of reading every task ever made,
+and a running one whose sweep falls due within :data:`SWEEP_EVERY` of someone else's takes
+theirs instead of stating the history again: one sweep per team per interval, not one per
+process. Each sweep covers changes since the sweep it continues, so none are missed. The
+hint names the file of task K as it was (inode, mtime, size): a task list reset, or task K
+changed since, makes it fall back to reading, never to trusting it. It is advisory: a torn
+or missing hint only costs reads.
 """
 
 from __future__ import annotations
@@ -18,11 +28,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from ipc.errors import CorruptFile
 from ipc.schemas import Task
+from ipc.storage import file_key
 
 SWEEP_EVERY = 30.0
 TASK_FILE = re.compile(r"^([0-9]{1,12})\.json$")
+HINT = ".agentteams-completed"  # no .json: Claude Code and peers list only {id}.json here
+_MARGIN_NS = 2_000_000_000  # clocks and mtimes are coarse
+
+
+class CompletedPrefix(msgspec.Struct, forbid_unknown_fields=False):
+    """The hint: at ``swept_ns`` (wall clock), every task id up to ``through`` was completed
+    or gone, and the file of task ``through`` had this ``key`` (inode, mtime_ns, size)."""
+
+    through: int
+    swept_ns: int
+    key: tuple[int, int, int]
+
+
+_hint_decoder = msgspec.json.Decoder(CompletedPrefix)
 
 
 def task_ids(directory: Path) -> list[int]:
@@ -53,6 +80,10 @@ class TaskWindow:
         self.top = 0  # the highest id seen
         self._swept = -math.inf  # monotonic time of the last sweep
         self._swept_ns = 0  # its wall-clock time, against file mtimes
+        hint = self._hint()
+        if hint is not None:  # as if this process had made that sweep
+            self._take(hint)
+            self.through = hint.through
 
     def live(self) -> list[Task]:
         """Every task past the prefix, by id (completed ones included), moving the prefix
@@ -94,10 +125,34 @@ class TaskWindow:
             top += 1
         self.top = top
 
+    def _hint(self) -> CompletedPrefix | None:
+        """The shared hint, if it still describes this task list."""
+        try:
+            with open(self.dir / HINT, "rb") as f:
+                hint = _hint_decoder.decode(f.read())
+        except (OSError, msgspec.DecodeError):
+            return None
+        if hint.through < 1 or file_key(self.dir / f"{hint.through}.json") != hint.key:
+            return None
+        return hint
+
+    def _take(self, hint: CompletedPrefix) -> None:
+        self._swept_ns = hint.swept_ns
+        age = max(0.0, (time.time_ns() - hint.swept_ns) / 1e9)
+        self._swept = time.monotonic() - age
+
     def _sweep(self) -> None:
+        hint = self._hint()
+        if hint is not None and hint.swept_ns > self._swept_ns:
+            # Someone swept after us: what they found reopened is behind their prefix, so ours
+            # goes no further (ours may be behind theirs: it catches up by reading forwards).
+            self.through = min(self.through, hint.through)
+            self._take(hint)
+            if time.monotonic() - self._swept < SWEEP_EVERY:
+                return
         started = time.time_ns()
         ids = task_ids(self.dir)
-        since = self._swept_ns - 2_000_000_000  # clocks and mtimes are coarse: a margin
+        since = self._swept_ns - _MARGIN_NS
         for n in ids:
             if n > self.through:
                 break
@@ -116,3 +171,20 @@ class TaskWindow:
                     break
         self.top = max([self.top, *ids[-1:]])
         self._swept, self._swept_ns = time.monotonic(), started
+        self._write_hint()
+
+    def _write_hint(self) -> None:
+        key = file_key(self.dir / f"{self.through}.json") if self.through else None
+        if key is None:
+            return  # nothing behind the prefix, or its last task deleted: no hint to give
+        data = msgspec.json.encode(CompletedPrefix(self.through, self._swept_ns, key))
+        tmp = self.dir / f".{HINT}.{os.getpid()}.tmp"
+        try:  # not atomic_write: that would make the directory again after a team delete
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.dir / HINT)
+        except OSError:
+            return  # advisory: a hint not written costs its readers some reads, nothing else

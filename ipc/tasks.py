@@ -123,6 +123,11 @@ class TaskList:
                 found.append(task)
         return found
 
+    def unfinished(self) -> builtins.list[Task]:
+        """Every task that is not completed, by id, at the cost of what is open (not of the
+        history): for views refreshed while a team runs (``ps``, ``watch``)."""
+        return [t for t in self.window.live() if t.status != "completed"]
+
     def _get_or_none(self, task_id: str) -> Task | None:
         try:
             return self._read(task_id)
