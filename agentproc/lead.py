@@ -42,7 +42,7 @@ from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadResult
 from ipc.paths import TeamPaths, agent_id
 from ipc.poller import Poller, close_context, context
 from ipc.schemas import LEAD_NAME, TeammateTerminated
-from ipc.storage import atomic_write, read_jsonl
+from ipc.storage import atomic_write, read_jsonl_after
 from ipc.task_rules import claimable
 from ipc.usage import team_usage
 from ipc.wake import LEAD_AGENT, WakeListener, Waker
@@ -127,15 +127,21 @@ class LeadLoop:
         self.tools = toolbox_for(self.ctx, definition, NoAskPolicy(), extra=[TEAM_CREATE, TEAM_DELETE])
         self.model = model or load_model(spec.model, ModelContext(spec, definition, self.ctx.transcript))
         self.typed: deque[str] = deque([options.prompt] if options.prompt else [])
-        self.events_seen = len(self._events())
+        self.events_read = read_jsonl_after(self.ctx.paths.events, TeammateTerminated, 0)[1]  # the past
+        self.events_pending: list[TeammateTerminated] = []  # seen while checking for work
         self.result = LeadResult(team=self.ctx.team, answer="", stopped_by="done", turns=0, seconds=0.0)
         self.failed_turns = 0
         self.input_ended = False
 
     # ------------------------------------------------------------ inputs
 
-    def _events(self) -> list[TeammateTerminated]:
-        return read_jsonl(self.ctx.paths.events, TeammateTerminated)
+    def _new_events(self) -> list[TeammateTerminated]:
+        """Terminations logged since the last look (only the new bytes are read: the log
+        grows for as long as the team runs)."""
+        events, self.events_read = read_jsonl_after(
+            self.ctx.paths.events, TeammateTerminated, self.events_read
+        )
+        return events
 
     def next_turn(self) -> Turn | None:
         if self.typed:
@@ -144,8 +150,8 @@ class LeadLoop:
         if self.ctx.team_deleted:
             return None
         messages = self.ctx.mailbox.take_where(lambda m: True)
-        events = self._events()[self.events_seen :]
-        self.events_seen += len(events)
+        events = self.events_pending + self._new_events()
+        self.events_pending = []
         if messages or events:
             now = time.time_ns()
             for message in messages:
@@ -226,7 +232,8 @@ class LeadLoop:
         """Nothing left that could give the lead another turn."""
         if self.typed or self.ctx.mailbox.has_unread() or self.ctx.background or subagents.running(self.ctx):
             return False
-        if len(self._events()) > self.events_seen:
+        self.events_pending += self._new_events()
+        if self.events_pending:  # for the next turn
             return False
         try:
             status = self.ctx.control().call(control.Status(id=control.new_id()), timeout=10)

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from ipc.clock import now_iso
 from ipc.paths import TeamPaths
-from ipc.storage import append_line, read_jsonl
+from ipc.storage import append_line, lines_from_end, read_jsonl
+
+_entry = msgspec.json.Decoder(dict[str, Any])
 
 
 class Transcript:
@@ -49,13 +53,23 @@ class Transcript:
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as Messages API messages, from the last compaction on, trimmed
         to a valid resumable state: a trailing assistant tool_use without its results is
-        dropped."""
+        dropped. Read backwards to that compaction: a resume costs what came after it, not
+        the whole history above it."""
+        since: list[dict[str, Any]] = []  # newest first
         messages: list[dict[str, Any]] = []
-        for e in self._own():
+        for line in lines_from_end(self.path):
+            try:
+                e = _entry.decode(line)
+            except msgspec.DecodeError:
+                continue  # torn by a kill
+            if e.get("agentId", "") != self.sidechain:
+                continue
             if e.get("type") == "compaction" and isinstance(e.get("messages"), list):
                 messages = list(e["messages"])
-            elif e.get("role") in ("user", "assistant"):
-                messages.append({"role": e["role"], "content": e["content"]})
+                break
+            if e.get("role") in ("user", "assistant"):
+                since.append({"role": e["role"], "content": e["content"]})
+        messages += reversed(since)
         while messages and messages[-1]["role"] == "assistant" and _has_tool_use(messages[-1]["content"]):
             messages.pop()
         return messages

@@ -185,9 +185,52 @@ def read_bytes(path: Path | str) -> bytes | None:
 def read_jsonl(path: Path, kind: type[T]) -> list[T]:
     """Every line of a JSONL log that decodes as ``kind``; a torn or foreign line (a writer
     killed mid-append, a hand edit) is skipped, never fatal."""
+    return _decode_lines(read_bytes(path) or b"", kind)
+
+
+def read_jsonl_after(path: Path, kind: type[T], offset: int) -> tuple[list[T], int]:
+    """The lines of a JSONL log past byte ``offset`` that decode as ``kind``, and the offset
+    after the last complete line: a log followed as it grows, at the cost of what is new. A
+    line still being written waits for its newline; a file shorter than ``offset`` (deleted and
+    made again) is read from its start."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < offset:
+                offset = 0
+            f.seek(offset)
+            data = f.read(size - offset)
+    except FileNotFoundError:
+        return [], 0
+    end = data.rfind(b"\n") + 1
+    return _decode_lines(data[:end], kind), offset + end
+
+
+def lines_from_end(path: Path, chunk: int = 1 << 16) -> Iterator[bytes]:
+    """The non-empty lines of ``path``, last first, read a chunk at a time from the end: a
+    reader that wants only the recent part of a long log stops early and pays for that part."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, across the yields
+    except FileNotFoundError:
+        return
+    with f:
+        pos = os.fstat(f.fileno()).st_size
+        rest = b""
+        while pos > 0:
+            step = min(chunk, pos)
+            pos -= step
+            f.seek(pos)
+            lines = (f.read(step) + rest).split(b"\n")
+            rest = lines[0]  # its start may be in the chunk before
+            yield from (line for line in reversed(lines[1:]) if line)
+        if rest:
+            yield rest
+
+
+def _decode_lines(data: bytes, kind: type[T]) -> list[T]:
     decoder = msgspec.json.Decoder(kind)
     found = []
-    for line in (read_bytes(path) or b"").splitlines():
+    for line in data.splitlines():
         try:
             found.append(decoder.decode(line))
         except (msgspec.DecodeError, msgspec.ValidationError):

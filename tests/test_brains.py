@@ -8,12 +8,17 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentproc import transcript
 from agentproc.models.compaction import SUMMARY_INTRO, SUMMARY_REQUEST
+from agentproc.transcript import Transcript
+from ipc import storage
+from ipc.paths import TeamPaths
 from ipc.schemas import IdleNotification, parse_body
 from supervisor import Team
 from tests.fake_anthropic import (
@@ -193,6 +198,40 @@ def _assert_paired(messages: list[dict[str, Any]]) -> None:
             if ids:
                 uses = [b["id"] for b in messages[i - 1]["content"] if b.get("type") == "tool_use"]
                 assert ids == uses
+
+
+def test_a_resume_reads_the_transcript_back_only_to_the_last_compaction(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = TeamPaths(root, team)
+    main, side = Transcript(paths, "alice"), Transcript(paths, "alice", sidechain="sub-1")
+    for i in range(300):  # a long history above the compaction
+        main.append("user", f"old {i}")
+        main.append("assistant", [{"type": "text", "text": f"old answer {i}"}])
+    main.compaction("the summary", [{"role": "user", "content": "summary of 300 turns"}], replaced=600)
+    main.append("assistant", [{"type": "text", "text": "after"}])
+    side.compaction("a subagent's own", [{"role": "user", "content": "not alice's"}], replaced=2)
+    main.append("user", "latest")
+    main.append("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}])  # unanswered
+    with open(paths.transcript("alice"), "ab") as f:
+        f.write(b'{"role": "user", "cont')  # torn by a kill
+
+    read: list[bytes] = []
+    real = storage.lines_from_end
+
+    def counted(path: Path) -> Iterator[bytes]:
+        for line in real(path, chunk=4096):
+            read.append(line)
+            yield line
+
+    monkeypatch.setattr(transcript, "lines_from_end", counted)
+    assert main.messages() == [
+        {"role": "user", "content": "summary of 300 turns"},
+        {"role": "assistant", "content": [{"type": "text", "text": "after"}]},
+        {"role": "user", "content": "latest"},
+    ]
+    assert len(read) == 6  # the torn line, four entries (one a subagent's), the compaction
+    assert side.messages() == [{"role": "user", "content": "not alice's"}]
 
 
 def test_a_token_budget_stops_the_team_cleanly(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ipc import Mailbox, TaskList
+from ipc.storage import append_line, read_jsonl_after
 
 ROUNDS = 60
 WRITERS_PER_ROUND = 5  # 300 kills in all
@@ -85,3 +86,21 @@ def test_random_sigkills_never_tear_a_file_or_lose_an_acknowledged_write(
     # even after deleting the newest task.
     TaskList(root, team).delete(str(ids[-1]))
     assert int(TaskList(root, team).create("after the storm").id) > ids[-1]
+
+
+def test_a_followed_log_yields_each_complete_line_once_and_waits_for_a_torn_one(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    assert read_jsonl_after(log, dict[str, int], 0) == ([], 0)
+    append_line(log, b'{"n": 1}')
+    items, offset = read_jsonl_after(log, dict[str, int], 0)
+    assert items == [{"n": 1}]
+    with open(log, "ab") as f:
+        f.write(b'{"n": 2')  # a writer part-way through its line
+    assert read_jsonl_after(log, dict[str, int], offset) == ([], offset)
+    with open(log, "ab") as f:
+        f.write(b"}\n")
+    items, offset = read_jsonl_after(log, dict[str, int], offset)
+    assert items == [{"n": 2}] and offset == log.stat().st_size
+    assert read_jsonl_after(log, dict[str, int], offset) == ([], offset)
+    log.write_bytes(b'{"n": 3}\n')  # deleted and made again, shorter
+    assert read_jsonl_after(log, dict[str, int], offset)[0] == [{"n": 3}]
