@@ -36,6 +36,7 @@ class AgentContext:
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported
+    subagents_settled: set[str] = field(default_factory=set)  # ids never to look at again
 
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)

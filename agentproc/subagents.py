@@ -65,7 +65,7 @@ def next_notification(ctx: AgentContext) -> SubagentResult | None:
 def running(ctx: AgentContext) -> list[str]:
     """This agent's subagents that are still running."""
     try:
-        return [r.id for r in subagents.of_parent(ctx.paths, ctx.name) if r.status == "running"]
+        return subagents.running_of(ctx.paths, ctx.name, ctx.subagents_settled)
     except AgentTeamsError:
         return []
 

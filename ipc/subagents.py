@@ -42,14 +42,21 @@ def finish(
     return done
 
 
-def of_parent(paths: TeamPaths, parent: str) -> list[SubagentResult]:
+def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:
+    """Ids of ``parent``'s subagents still running. ``settled``, kept by the caller between
+    looks, gathers the ids that can never be: ended, or another parent's. Their files are not
+    read again, so a look costs what runs, not every subagent the team ever had."""
     folder = paths.team_dir / "subagents"
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.stem in settled:
+            continue
         try:
             result = read(paths, path.stem)
         except AgentTeamsError:  # a file that does not parse is not a subagent of ours
             continue
-        if result.parent == parent:
-            found.append(result)
+        if result.parent != parent or result.status != "running":
+            settled.add(path.stem)
+        else:
+            found.append(result.id)
     return found

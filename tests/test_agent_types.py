@@ -12,9 +12,10 @@ from agentproc.context import AgentContext
 from agentproc.permissions import ModePolicy
 from agentproc.tools import ToolBox, toolbox_for
 from agentproc.tools.bash import command_paths
-from ipc import agents
+from ipc import agents, subagents
 from ipc.errors import InvalidInput
-from ipc.launch import LaunchSpec
+from ipc.launch import LaunchSpec, SubagentResult
+from ipc.paths import TeamPaths
 
 COORD = {"SendMessage", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
 
@@ -189,3 +190,30 @@ def test_expansions_the_command_defines_itself_are_known() -> None:
     assert command_paths("N=3; echo $N $? $1 ${N}") == []
     assert command_paths("echo $HOME")[0].startswith("?the variable $HOME")
     assert command_paths("ls $(pwd)")[0].startswith("?a command substitution")
+
+
+def test_a_look_for_running_subagents_reads_each_ended_one_only_once(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = TeamPaths(root, team)
+    for result in [
+        SubagentResult(id="s1", parent="alice", status="running"),
+        SubagentResult(id="s2", parent="alice", status="completed"),
+        SubagentResult(id="s3", parent="bob", status="running"),
+    ]:
+        subagents.write(paths, result)
+    reads: list[str] = []
+    real = subagents.read
+
+    def counted(at: TeamPaths, sid: str) -> SubagentResult:
+        reads.append(sid)
+        return real(at, sid)
+
+    monkeypatch.setattr(subagents, "read", counted)
+    settled: set[str] = set()
+    assert subagents.running_of(paths, "alice", settled) == ["s1"]
+    assert settled == {"s2", "s3"}
+    subagents.finish(paths, "s1", "completed", result="done")
+    reads.clear()
+    assert subagents.running_of(paths, "alice", settled) == []
+    assert reads == ["s1"] and settled == {"s1", "s2", "s3"}
