@@ -178,7 +178,7 @@ class TaskWindow:
         if key is None:
             return  # nothing behind the prefix, or its last task deleted: no hint to give
         data = msgspec.json.encode(CompletedPrefix(self.through, self._swept_ns, key))
-        tmp = self.dir / f".{HINT}.{os.getpid()}.tmp"
+        tmp = self.dir / f"{HINT}.{os.getpid()}.tmp"
         try:  # not atomic_write: that would make the directory again after a team delete
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             try:
