@@ -7,7 +7,9 @@ message costs (the sender's call, the supervisor's CPU per message, a look at th
 inbox), and the fork server's RSS (every restarted teammate starts as a copy of it). After the
 warm-up (the first five minutes, or a quarter of a shorter run) memory and cost must stay
 flat: the supervisor's and the fork server's RSS within 2 MiB, every teammate's within 2 MiB
-between its restarts, and each cost within 2x of where it stood.
+between its restarts, a restarted teammate's size when first seen within 2 MiB of what it was
+early on (a restart must not cost more as history piles up), and each cost within 2x of where
+it stood.
 
     python tests/reliability/soak.py --seconds 600 --json out.json --plot out.png   (make soak)
 """
@@ -186,6 +188,17 @@ def judge(result: SoakResult) -> None:
     result.growth["worst_teammate_rss_mib"] = round(worst, 2)
     if worst > 2.0:
         result.too_much.append(f"teammate {who} grew {worst:.1f} MiB between restarts (bound 2)")
+    firsts: dict[str, float] = {}  # each incarnation's RSS when first seen, in order of birth
+    for s in after:
+        for key, rss in s.teammates_rss_mib.items():
+            firsts.setdefault(key, rss)
+    sizes = list(firsts.values())
+    if len(sizes) >= 20:
+        tenth = len(sizes) // 10
+        grown = statistics.median(sizes[-tenth:]) - statistics.median(sizes[:tenth])
+        result.growth["teammate_start_rss_mib"] = round(grown, 2)
+        if grown > 2.0:
+            result.too_much.append(f"teammates start {grown:.1f} MiB bigger late than early (bound 2)")
     for name in ("send_ms", "supervisor_cpu_ms_per_message", "lead_check_us"):
         start = statistics.median(getattr(s, name) for s in first)
         end = statistics.median(getattr(s, name) for s in last)
