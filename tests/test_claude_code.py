@@ -24,6 +24,7 @@ from ipc.messaging import Messenger
 from ipc.schemas import InboxMessage, Task, TeamConfig
 from ipc.tasks import TaskList
 from supervisor import Team
+from supervisor.ps import MateTree
 from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 from tests.runtime_helpers import cli, nothing_left_under, wait_for
@@ -308,11 +309,14 @@ def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_reques
         )
         team.tasks.update("1", owner="cc")
         assert team.config().member("cc").backend_type == "claude-code"  # type: ignore[union-attr]
-        tree = team.ps()
-        cc = next(m for m in tree.teammates if m.name == "cc")
+
+        def cc_with_claude() -> MateTree | None:  # claude starts a moment after its teammate
+            cc = next(m for m in team.ps().teammates if m.name == "cc")
+            return cc if any(is_claude(c.cmdline) for c in cc.children) else None
+
+        cc = wait_for(cc_with_claude)
         # Ours carries Claude Code's flags (Claude Code renames its own process to `claude`).
         assert cc.pid == reply.pid and cc.process is not None and "--agent-id cc@mix" in cc.process.cmdline
-        assert any(is_claude(c.cmdline) for c in cc.children)
         wait_for(lambda: team.tasks.get("1").status == "completed", timeout=90)
         assert (work / "out.txt").read_text() == "from-claude\n"
         wait_for(
