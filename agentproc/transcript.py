@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from agentproc.conversation import add
 from ipc.clock import now_iso
 from ipc.paths import TeamPaths
 from ipc.storage import append_line, lines_from_end, read_jsonl
@@ -69,10 +70,24 @@ class Transcript:
                 break
             if e.get("role") in ("user", "assistant"):
                 since.append({"role": e["role"], "content": e["content"]})
-        messages += reversed(since)
-        while messages and messages[-1]["role"] == "assistant" and _has_tool_use(messages[-1]["content"]):
+        for message in reversed(since):
+            if messages and _unanswered(messages[-1]) and not _answers(message):
+                messages.pop()  # its tool results were never written: killed mid-tool
+            add(messages, message)  # a turn that got no answer, then the next: one user message
+        if messages and _unanswered(messages[-1]):
             messages.pop()
         return messages
+
+
+def _unanswered(message: dict[str, Any]) -> bool:
+    return message["role"] == "assistant" and _has_tool_use(message["content"])
+
+
+def _answers(message: dict[str, Any]) -> bool:
+    content = message["content"]
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _has_tool_use(content: Any) -> bool:

@@ -234,6 +234,28 @@ def test_a_resume_reads_the_transcript_back_only_to_the_last_compaction(
     assert side.messages() == [{"role": "user", "content": "not alice's"}]
 
 
+def test_a_resume_after_kills_and_failed_turns_is_a_valid_conversation(root: Path, team: str) -> None:
+    log = Transcript(TeamPaths(root, team), "alice")
+    log.append("user", "first")
+    log.append("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}])  # killed
+    log.append("user", "second")  # the next incarnation's turn, which failed unanswered
+    log.append("user", "third")
+    log.append("assistant", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}])
+    log.append("user", [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}])  # killed here
+    assert log.messages() == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "first"},
+                {"type": "text", "text": "second"},
+                {"type": "text", "text": "third"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]},
+    ]
+
+
 def test_a_token_budget_stops_the_team_cleanly(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeAnthropic(steps_script(50), usage=PromptCache()) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)

@@ -9,6 +9,7 @@ import logging
 import os
 from typing import Any
 
+from agentproc import conversation
 from agentproc.models import caching, compaction
 from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
@@ -45,7 +46,7 @@ class AnthropicModel:
         return self.api.budget_problem()
 
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
-        self.messages.append({"role": "user", "content": turn.text})
+        conversation.add(self.messages, {"role": "user", "content": turn.text})
         try:
             return self._run(tools)
         except OverBudget as exc:

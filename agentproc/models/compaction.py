@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from agentproc.conversation import add
+
 DEFAULT_WINDOW = 200_000  # every current Claude model's standard context window
 
 SUMMARY_REQUEST = (
@@ -50,13 +52,11 @@ def summary_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def compacted(messages: list[dict[str, Any]], summary: str) -> list[dict[str, Any]]:
     """``messages`` with everything before the kept tail replaced by ``summary``."""
     start = tail_start(messages)
-    opening = {"type": "text", "text": f"{SUMMARY_INTRO}\n\n{summary}"}
-    tail = messages[start:]
-    if tail[0]["role"] == "user":  # merge: two user messages may not follow each other
-        content = tail[0]["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        return [{"role": "user", "content": [opening, *blocks]}, *tail[1:]]
-    return [{"role": "user", "content": [opening]}, *tail]
+    opening = {"role": "user", "content": [{"type": "text", "text": f"{SUMMARY_INTRO}\n\n{summary}"}]}
+    kept = [opening]
+    for message in messages[start:]:
+        add(kept, message)
+    return kept
 
 
 def _has_tool_use(content: Any) -> bool:
