@@ -106,7 +106,9 @@ def test_a_teammate_claims_calls_tools_with_proper_pairing_and_completes(
                     if ids:
                         uses = [b["id"] for b in messages[i - 1]["content"] if b.get("type") == "tool_use"]
                         assert ids == uses
-            third = next(r for r in api.requests if tool_result_ids(r) == ["toolu_2", "toolu_3"])
+            third = wait_for(  # sent after SendMessage ran: the lead may hear before it goes out
+                lambda: next((r for r in api.requests if tool_result_ids(r) == ["toolu_2", "toolu_3"]), None)
+            )
             results = third["messages"][-1]["content"]
             assert json.loads(results[0]["content"])["success"] is True and "is_error" not in results[0]
 
