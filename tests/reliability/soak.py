@@ -176,8 +176,13 @@ def judge(result: SoakResult) -> None:
     quarter = max(1, len(after) // 4)
     first, last = after[:quarter], after[-quarter:]
     for name in ("supervisor", "forkserver"):
-        grown = getattr(after[-1], f"{name}_rss_mib") - getattr(after[0], f"{name}_rss_mib")
-        result.growth[f"{name}_rss_mib"] = round(grown, 2)
+        # Quarter medians, as for the costs: a sample can land on a moment when the
+        # interpreter holds one more 1 MiB arena; the peak is recorded beside.
+        key = f"{name}_rss_mib"
+        start = statistics.median(getattr(s, key) for s in first)
+        grown = statistics.median(getattr(s, key) for s in last) - start
+        result.growth[key] = round(grown, 2)
+        result.growth[f"{name}_rss_peak_mib"] = round(max(getattr(s, key) for s in after) - start, 2)
         if grown > 2.0:
             result.too_much.append(f"{name} RSS grew {grown:.1f} MiB after the warm-up (bound 2)")
     worst, who = 0.0, ""
