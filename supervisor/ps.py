@@ -162,7 +162,7 @@ def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
         tree.usage = team_usage(team.paths)
     except AgentTeamsError:
         pass  # a damaged usage file or price table: the processes still show
-    tasks = _unfinished_or_none(team.tasks)
+    tasks = _unfinished_or_empty(team.tasks)
     tree.failed_tasks = [TaskRef(id=t.id, subject=t.subject) for t in tasks if t.failed]
     pid = team.supervisor_pid()
     if pid is None or pid < 0:
@@ -197,7 +197,7 @@ def team_tree(team: Team, status: TeamStatus | None = None) -> TeamTree:
     return tree
 
 
-def _unfinished_or_none(tasks: TaskList) -> list[Task]:
+def _unfinished_or_empty(tasks: TaskList) -> list[Task]:
     try:
         return tasks.unfinished()
     except AgentTeamsError:

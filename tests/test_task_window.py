@@ -18,6 +18,33 @@ def _complete_all(tl: TaskList, n: int) -> None:
         tl.update(task.id, status="completed")
 
 
+def _swept(tl: TaskList, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have ``tl`` look twice with a sweep each time: the second writes the shared hint."""
+    monkeypatch.setattr(task_window, "SWEEP_EVERY", 0.0)
+    tl.find_claimable()
+    tl.find_claimable()
+    monkeypatch.setattr(task_window, "SWEEP_EVERY", 30.0)
+
+
+def _counting_reads(tl: TaskList, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reads: list[str] = []
+    real = tl._read
+
+    def counted(task_id: str) -> Task:
+        reads.append(task_id)
+        return real(task_id)
+
+    monkeypatch.setattr(tl, "_read", counted)
+    return reads
+
+
+def _reopen_by_peer(root: Path, team: str, task_id: str) -> None:
+    """A peer sets a completed task back to pending, rewriting its file in place."""
+    path = root / "tasks" / team / f"{task_id}.json"
+    task = json.loads(path.read_text())
+    path.write_text(json.dumps({**task, "status": "pending"}, indent=2))
+
+
 def test_hot_paths_read_only_past_the_completed_prefix(
     root: Path, team: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -28,14 +55,7 @@ def test_hot_paths_read_only_past_the_completed_prefix(
     assert tl.window.through == 300
     assert set(tl._cache) <= {open_task.id}  # completed history is not held in memory
 
-    reads: list[str] = []
-    real = tl._read
-
-    def counted(task_id: str) -> Task:
-        reads.append(task_id)
-        return real(task_id)
-
-    monkeypatch.setattr(tl, "_read", counted)
+    reads = _counting_reads(tl, monkeypatch)
     assert tl.claim_next("alice") is not None
     assert tl.release_owner("alice") == [open_task.id]
     assert reads and set(reads) == {open_task.id}
@@ -48,9 +68,7 @@ def test_a_task_reopened_behind_the_prefix_is_found_by_the_sweep(
     tl = TaskList(root, team)
     _complete_all(tl, 5)
     assert tl.find_claimable() is None and tl.window.through == 5
-    path = root / "tasks" / team / "2.json"
-    task = json.loads(path.read_text())
-    path.write_text(json.dumps({**task, "status": "pending"}, indent=2))  # a peer, in place
+    _reopen_by_peer(root, team, "2")
     monkeypatch.setattr(task_window, "SWEEP_EVERY", 0.0)
     found = tl.find_claimable()
     assert found is not None and found.id == "2"
@@ -77,26 +95,6 @@ def test_a_task_this_process_reopens_is_seen_at_once(root: Path, team: str) -> N
     assert found is not None and found.id == "3"
 
 
-def _swept(tl: TaskList, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Have ``tl`` look twice with a sweep each time: the second writes the shared hint."""
-    monkeypatch.setattr(task_window, "SWEEP_EVERY", 0.0)
-    tl.find_claimable()
-    tl.find_claimable()
-    monkeypatch.setattr(task_window, "SWEEP_EVERY", 30.0)
-
-
-def _counting_reads(tl: TaskList, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = tl._read
-
-    def counted(task_id: str) -> Task:
-        reads.append(task_id)
-        return real(task_id)
-
-    monkeypatch.setattr(tl, "_read", counted)
-    return reads
-
-
 def test_a_new_process_starts_from_the_shared_prefix_not_the_history(
     root: Path, team: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,9 +116,7 @@ def test_a_task_reopened_after_the_hint_is_found_by_a_new_process(
     first = TaskList(root, team)
     _complete_all(first, 6)
     _swept(first, monkeypatch)
-    path = root / "tasks" / team / "3.json"
-    task = json.loads(path.read_text())
-    path.write_text(json.dumps({**task, "status": "pending"}, indent=2))  # a peer, in place
+    _reopen_by_peer(root, team, "3")
 
     fresh = TaskList(root, team)
     monkeypatch.setattr(task_window, "SWEEP_EVERY", 0.0)  # its first sweep falls due

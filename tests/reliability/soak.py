@@ -129,25 +129,15 @@ class Sampler:
         status = self.team.status()
         now = self._counters(status)
         messages, cpu, checks, check_seconds = (b - a for a, b in zip(self.last, now, strict=True))
-        forkserver = 0.0
-        try:
-            forkserver = psutil.Process(status.forkserver or 0).memory_info().rss / 2**20
-        except (psutil.Error, ValueError):
-            pass  # being restarted, or teammates started with exec
-        teammates = {}
-        for member in status.teammates:
-            try:
-                teammates[f"{member.name}/{member.pid}"] = (
-                    psutil.Process(member.pid or 0).memory_info().rss / 2**20
-                )
-            except (psutil.Error, ValueError):
-                continue  # between a kill and its restart
+        teammates = {
+            f"{m.name}/{m.pid}": rss for m in status.teammates if (rss := _rss_mib(m.pid)) is not None
+        }
         self.result.samples.append(
             Sample(
                 t=round(time.monotonic() - self.started, 1),
                 messages=self.result.messages_sent,
                 supervisor_rss_mib=self.sup.memory_info().rss / 2**20,
-                forkserver_rss_mib=forkserver,
+                forkserver_rss_mib=_rss_mib(status.forkserver) or 0.0,
                 teammates_rss_mib=teammates,
                 send_ms=self.send_seconds / max(1, self.sends) * 1e3,
                 supervisor_cpu_ms_per_message=cpu / max(1, int(messages)) * 1e3,
@@ -158,6 +148,17 @@ class Sampler:
         self.last, self.send_seconds, self.sends = now, 0.0, 0
         if self.out is not None:  # as it goes: a run cut short keeps its curves
             write_json(self.out, self.result, finished=False)
+
+
+def _rss_mib(pid: int | None) -> float | None:
+    """The RSS of ``pid`` in MiB, or None if it is not running (a teammate between a kill and
+    its restart, a fork server being restarted or not used)."""
+    if not pid:
+        return None
+    try:
+        return float(psutil.Process(pid).memory_info().rss / 2**20)
+    except (psutil.Error, ValueError):
+        return None
 
 
 def write_json(path: Path, result: SoakResult, *, finished: bool) -> None:
