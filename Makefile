@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test interop demo bench bench-quick lint soak clean
+.PHONY: install test interop demo bench bench-quick lint soak soak-hosts clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,engine]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,6 +34,12 @@ bench-quick: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python tests/reliability/soak.py --seconds $${SOAK_SECONDS:-600} \
 		--json benchmarks/results/soak-$${SOAK_SECONDS:-600}s.json --plot benchmarks/results/soak-$${SOAK_SECONDS:-600}s.png
+
+# One team across two hosts (two supervisors on this machine) on a real nats-server that is
+# killed and restarted during the run: lost / duplicated / stuck counts.
+soak-hosts: $(STAMP)
+	$(BIN)/python tests/reliability/soak_hosts.py --seconds $${SOAK_SECONDS:-300} \
+		--json benchmarks/results/soak-hosts-$${SOAK_SECONDS:-300}s.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check ipc supervisor agentproc tests benchmarks

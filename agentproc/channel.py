@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ipc import link
+from ipc import control, link
+from ipc.engine import marker
 from ipc.launch import POLL_INTERVAL, LaunchSpec
 from ipc.paths import TeamPaths
 from ipc.poller import Poller, close_context, context
 from ipc.wake import WakeListener, Waker
 
+if TYPE_CHECKING:
+    from ipc.engine.ring import EngineWakeListener
+
 
 @dataclass
 class Wakeup:
-    """What ended a wait: link frames, a doorbell, or neither (the fallback poll)."""
+    """What a wait brought: the link's frames (none after a doorbell or the fallback poll),
+    and when it ended."""
 
     frames: list[link.Frame] = field(default_factory=list)
-    doorbell: bool = False
     at_ns: int = 0
 
 
@@ -48,6 +52,9 @@ class ZmqChannel:
         self.poller = Poller()
         self.poller.register(self.link)
         self.poller.register(self.listener)
+        self.engine_ring = engine_listener(spec)  # a team on the engine: rung from any host
+        if self.engine_ring is not None:
+            self.poller.register(self.engine_ring.fileno())
 
     def hello(self, agent: str, pid: int) -> None:
         self.link.send(link.Hello(agent=agent, pid=pid))
@@ -56,7 +63,7 @@ class ZmqChannel:
         self.link.send(link.State(state=state, task=task))  # type: ignore[arg-type]
 
     def tasks_ready(self, ids: list[str]) -> None:
-        self.link.send(link.TasksReady(ids=ids))
+        self.link.send(control.TasksReady(id="", ids=ids))
 
     def waker(self) -> Waker | None:
         return self._waker
@@ -65,7 +72,9 @@ class ZmqChannel:
         ready = self.poller.poll(self.fallback if timeout is None else timeout)
         woke = Wakeup(at_ns=time.time_ns())
         if self.listener in ready:
-            woke.doorbell = self.listener.drain() > 0
+            self.listener.drain()
+        if self.engine_ring is not None and self.engine_ring.fileno() in ready:
+            self.engine_ring.drain()
         if self.link in ready:
             woke.frames = self.link.receive()
         return woke
@@ -73,6 +82,8 @@ class ZmqChannel:
     def close(self) -> None:
         self._waker.close()
         self.listener.close()
+        if self.engine_ring is not None:
+            self.engine_ring.close()
         self.link.close()
         close_context(self.ctx)
 
@@ -98,6 +109,18 @@ class PollChannel:
 
     def close(self) -> None:
         pass
+
+
+def engine_listener(spec: LaunchSpec) -> EngineWakeListener | None:
+    """The agent's doorbell on the engine, if its team is on one."""
+    paths = TeamPaths(spec.root, spec.team_name)
+    link = marker.read(paths)
+    if link is None:
+        return None
+    from ipc.engine.ring import EngineWakeListener
+    from ipc.engine.team import engine_team
+
+    return EngineWakeListener(engine_team(link.url, paths.team), spec.agent_name)
 
 
 def open_channel(spec: LaunchSpec) -> Channel:

@@ -1,11 +1,17 @@
-"""A Claude Code teammate (SPEC §13): this process runs the real ``claude`` CLI with Claude
+"""A Claude Code teammate (the ``claude-code`` backend): this process runs the real ``claude`` CLI with Claude
 Code's teammate flags in a pseudo-terminal, and stands for it toward the supervisor.
 
-Claude Code does its own work: it polls its inbox (every 500 ms), claims tasks, answers a
+Claude Code does its own work: it polls its inbox (once a second), claims tasks, answers a
 shutdown request and exits. This process starts it once it is sure it runs, keeps its
 screen (as text) in the teammate's log, and takes its whole process tree down when it is
 stopped: it is a child subreaper, so nothing ``claude`` starts can slip out from under it,
 and ``claude`` gets SIGKILL from the kernel if this process dies first.
+
+A release with a messaging socket of its own (2.1.330 and later) is started listening in
+the team's runtime directory, and this process runs its courier
+(:mod:`agentproc.claude_courier`): a message handed to it reaches ``claude`` through that
+socket at once, not at the next poll. Not in the user's own ``~/.claude``, where that would
+mean writing Claude Code settings and keys into it: there the poll alone delivers.
 """
 
 from __future__ import annotations
@@ -30,15 +36,19 @@ from typing import Any
 import psutil
 
 from agentproc.channel import Channel
-from ipc import claude_code
+from agentproc.claude_courier import ClaudeSocket, Courier
+from ipc import cc_registry, claude_code, locks
 from ipc.errors import AgentTeamsError, StorageError
 from ipc.launch import LaunchSpec
 from ipc.locks import locked
 from ipc.osproc import pidfd_open, set_child_subreaper, set_parent_death_signal
+from ipc.paths import TeamPaths
 from ipc.storage import atomic_write, read_bytes
+from ipc.wake import socket_path
 
 ROWS, COLUMNS = 50, 200
 STARTED_AFTER = 2.0  # s alive (or first output) before it counts as started
+SOCKET_WAIT = 30.0  # s for claude to bind its socket and publish its key
 STOP_GRACE = 1.5  # s for claude to exit on SIGTERM before its tree is killed
 LOG_CAP = 1 << 20  # bytes of screen text written to the teammate's log
 _ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r")
@@ -99,10 +109,30 @@ class ClaudeTeammate:
         self.screen = Screen()
         self.pid = 0
         self.master = -1
+        self.socket: Path | None = None  # claude's own socket, when it has one
+        self.socket_since = 0.0
+        self.courier: Courier | None = None
+
+    def _wants_socket(self, env: dict[str, str]) -> bool:
+        root = Path(self.spec.root)
+        return (
+            self.spec.wake == "zmq"  # in poll mode, Claude Code's own behaviour: the inbox poll alone
+            and not claude_code.is_users_home(root)
+            and cc_registry.messaging_on(env)
+            and claude_code.has_socket(claude_code.version(claude_code.command()))
+        )
 
     def _start(self) -> None:
         env = claude_code.environment(self.spec, dict(os.environ))
-        argv = claude_code.argv(self.spec)
+        extra: list[str] = []
+        if self._wants_socket(env):
+            self.socket = socket_path(
+                TeamPaths(self.spec.root, self.spec.team_name).runtime_dir(), self.spec.agent_name, "m"
+            )
+            self.socket.unlink(missing_ok=True)
+            extra = claude_code.socket_flags(self.socket)
+            locks.note_claude_root(Path(self.spec.root))
+        argv = claude_code.argv(self.spec, extra)
         seed_config(Path(self.spec.root), self.spec.cwd, env)
         pid, master = pty.fork()
         if pid == 0:  # the child: become claude
@@ -114,7 +144,32 @@ class ClaudeTeammate:
                 os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)
         self.pid, self.master = pid, master
+        self.socket_since = time.monotonic()
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+
+    def _open_courier(self) -> None:
+        """Once claude listens and has published its token, hand messages to it."""
+        assert self.socket is not None
+        config_dir = Path(self.spec.root).resolve()
+        token = cc_registry.token_for(config_dir, self.socket) if self.socket.exists() else None
+        if token is None:
+            if time.monotonic() - self.socket_since > SOCKET_WAIT:
+                print(f"[agentteams] {self.socket} did not come up; the inbox poll delivers", file=sys.stderr)
+                self.socket = None
+            return
+        receiver = cc_registry.mode_class(self.spec.permission_mode)
+        policy = cc_registry.inbound_policy(config_dir, Path(self.spec.cwd), claude_code.ACCEPT_SETTINGS)
+        claude = ClaudeSocket(path=self.socket, token=token, pid=self.pid, receiver=receiver, policy=policy)
+        try:
+            self.courier = Courier(self.spec, claude, on_held=self._withdraw_held)
+        except (AgentTeamsError, OSError) as exc:
+            print(f"[agentteams] no courier ({exc}); the inbox poll delivers", file=sys.stderr)
+            self.socket = None
+
+    def _withdraw_held(self) -> None:
+        """Answer Claude Code's held-message dialog with its default, Deny."""
+        with contextlib.suppress(OSError):
+            os.write(self.master, b"\r")
 
     def _read_screen(self) -> bool:
         """Take what claude wrote; False once its terminal has closed."""
@@ -141,7 +196,14 @@ class ClaudeTeammate:
         for proc in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
+        if self.courier is not None:
+            self.courier.withdraw()
         os._exit(128 + signum)
+
+    def _close_courier(self) -> None:
+        if self.courier is not None:
+            self.courier.close()
+            self.courier = None
 
     def run(self) -> int:
         set_child_subreaper()
@@ -156,7 +218,8 @@ class ClaudeTeammate:
         announced = False
         status: int | None = None
         while status is None:
-            for key, _ in selector.select(timeout=0.5):
+            waiting = self.socket is not None and self.courier is None
+            for key, _ in selector.select(timeout=0.05 if waiting else 0.5):
                 if key.data == "screen" and not self._read_screen():
                     selector.unregister(self.master)
                 elif key.data == "exit":
@@ -164,7 +227,10 @@ class ClaudeTeammate:
             if not announced and status is None and time.monotonic() - started_at >= STARTED_AFTER:
                 self.channel.hello(self.spec.agent_name, os.getpid())  # it runs: the spawn succeeded
                 announced = True
-            self.channel.wait(0)  # the supervisor's wakes mean nothing to a polling claude
+            if waiting and status is None:
+                self._open_courier()
+            self.channel.wait(0)  # a ring means a message was appended: claude polls, or the courier took it
+        self._close_courier()
         with contextlib.suppress(OSError):
             while self._read_screen():
                 pass

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ipc.cc_peer import SupervisorRoute
+from ipc.cc_registry import mode_class
 from ipc.control import ControlClient
 from ipc.launch import LaunchSpec
-from ipc.mailbox import Mailbox
-from ipc.messaging import Messenger
 from ipc.paths import TeamPaths
-from ipc.tasks import TaskList
+from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
     from agentproc.channel import Channel
@@ -43,11 +43,18 @@ class AgentContext:
         self.cwd = Path(self.spec.cwd)
         self.paths = TeamPaths(self.root, self.spec.team_name)
         self.team = self.paths.team
-        self.messenger = Messenger(self.root, self.team, waker=self.channel.waker())
-        self.mailbox = Mailbox(self.root, self.team, self.spec.agent_name)
-        self.tasks = TaskList(self.root, self.team, on_ready=self.channel.tasks_ready)
+        self.state = TeamState(self.paths, doorbell=self.channel.waker(), on_ready=self.channel.tasks_ready)
+        self.messenger = self.state.messenger
+        self.mailbox = self.state.mailbox(self.spec.agent_name)
+        self.tasks = self.state.tasks
         self._control: ControlClient | None = None
         self.team_deleted = False  # the lead deleted its team: nothing left to lead
+        self.team_ours = False  # the lead may delete its team: it was made for this run
+        # What this agent attests to a Claude Code teammate, and how the lead answers a
+        # Claude Code session (a teammate exposed to them answers from its own process).
+        self.messenger.attest = lambda: mode_class(self.permission_mode)
+        if self.spec.role == "lead":
+            self.messenger.sessions = SupervisorRoute(self.paths, client=self.control)
 
     @property
     def name(self) -> str:

@@ -16,5 +16,12 @@ def add(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
     messages[-1] = {**last, "content": [*_blocks(last["content"]), *_blocks(message["content"])]}
 
 
+def has_tool_use(content: Any) -> bool:
+    """Whether a message's content asks for tools (its tool_results must follow)."""
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+    )
+
+
 def _blocks(content: Any) -> list[Any]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)

@@ -1,5 +1,6 @@
-"""The lead agent (SPEC §11): ``python -m agentproc.lead``, started by ``agentteams lead`` and
-``agentteams chat`` (and ``Team.lead``) once the team's supervisor runs.
+"""The lead agent, Claude Code's session a person talks to: ``python -m agentproc.lead``,
+started from a :class:`~ipc.launch.LeadLaunch` by ``agentteams lead`` and ``agentteams
+chat`` (and ``Team.lead``) once the team's supervisor runs.
 
 It attaches to the supervisor, which then leaves the lead's inbox to it and passes on every
 wake. Its turns are, in order: what the person typed (the goal first), the inbox (each
@@ -7,40 +8,36 @@ message wrapped as Claude Code wraps it, protocol messages rendered as events, t
 that terminated), then a background subagent that has ended. Headless, it stops when a turn
 ends with nothing left that could produce another: no message waiting, no teammate working
 or about to, no claimable or running task, no subagent running; or when the team is
-deleted, or at ``--timeout``. It writes a :class:`~ipc.launch.LeadResult` to
+deleted, or at ``--timeout``. It writes a :class:`~ipc.replies.LeadResult` to
 ``--result-file``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from agentproc import subagents
-from agentproc.channel import Wakeup
-from agentproc.context import AgentContext
+from agentproc.channel import Wakeup, engine_listener
 from agentproc.lead_turns import render_batch
-from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
+from agentproc.models import Model, Turn, TurnOutcome
 from agentproc.permissions import NoAskPolicy
-from agentproc.tools import toolbox_for
+from agentproc.runner import AgentRunner
 from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
-from agentproc.transcript import Transcript
 from ipc import control, trace
-from ipc.agents import resolve as resolve_agent_type
-from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, NotRunning
-from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadResult
-from ipc.paths import TeamPaths, agent_id
+from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
+from ipc.paths import TeamPaths
 from ipc.poller import Poller, close_context, context
+from ipc.replies import LeadResult
 from ipc.schemas import LEAD_NAME, TeammateTerminated
 from ipc.storage import atomic_write, read_jsonl_after
 from ipc.task_rules import claimable
@@ -65,6 +62,10 @@ class LeadChannel:
         self.control = control.ControlClient(runtime)
         self.poller = Poller()
         self.poller.register(self.listener)
+        # A team on the engine: team-lead is rung from any host (and by its own inbox).
+        self.engine_ring = engine_listener(msgspec.structs.replace(spec, agent_name=LEAD_NAME))
+        if self.engine_ring is not None:
+            self.poller.register(self.engine_ring.fileno())
         self.terminal = terminal
         if terminal:
             self.poller.register(sys.stdin.fileno())
@@ -89,7 +90,9 @@ class LeadChannel:
         ready = self.poller.poll(DEFAULT_FALLBACK_POLL if timeout is None else timeout)
         woke = Wakeup(at_ns=time.time_ns())
         if self.listener in ready:
-            woke.doorbell = self.listener.drain() > 0
+            self.listener.drain()
+        if self.engine_ring is not None and self.engine_ring.fileno() in ready:
+            self.engine_ring.drain()
         if self.terminal and sys.stdin.fileno() in ready:
             chunk = os.read(sys.stdin.fileno(), 65536)
             self.typed += chunk if chunk else b"\n\x04"  # end of input: a line, then the end mark
@@ -104,29 +107,21 @@ class LeadChannel:
         self.control.close()
         self._waker.close()
         self.listener.close()
+        if self.engine_ring is not None:
+            self.engine_ring.close()
         close_context(self.zctx)
 
 
-@dataclass(frozen=True)
-class LeadOptions:
-    prompt: str = ""
-    interactive: bool = False
-    timeout: float | None = None
-    verbose: bool = False  # show what arrives and what the lead says (chat always does)
+class LeadLoop(AgentRunner):
+    """The lead: it is asked itself, so what would ask is denied; it has the team tools."""
 
-
-class LeadLoop:
-    def __init__(
-        self, spec: LaunchSpec, channel: LeadChannel, options: LeadOptions, model: Model | None = None
-    ):
-        self.spec, self.channel, self.options = spec, channel, options
-        self.ctx = AgentContext(spec=spec, channel=channel)
-        definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
-        self.ctx.permission_mode = spec.permission_mode or "acceptEdits"
-        self.ctx.transcript = Transcript(self.ctx.paths, LEAD_NAME)
-        self.tools = toolbox_for(self.ctx, definition, NoAskPolicy(), extra=[TEAM_CREATE, TEAM_DELETE])
-        self.model = model or load_model(spec.model, ModelContext(spec, definition, self.ctx.transcript))
-        self.typed: deque[str] = deque([options.prompt] if options.prompt else [])
+    def __init__(self, launch: LeadLaunch, channel: LeadChannel, model: Model | None = None):
+        super().__init__(
+            launch.spec, channel, policy=NoAskPolicy(), model=model, extra=(TEAM_CREATE, TEAM_DELETE)
+        )
+        self.channel, self.launch = channel, launch
+        self.ctx.team_ours = launch.owns_team
+        self.typed: deque[str] = deque([launch.prompt] if launch.prompt else [])
         self.events_read = read_jsonl_after(self.ctx.paths.events, TeammateTerminated, 0)[1]  # the past
         self.events_pending: list[TeammateTerminated] = []  # seen while checking for work
         self.result = LeadResult(team=self.ctx.team, answer="", stopped_by="done", turns=0, seconds=0.0)
@@ -178,13 +173,7 @@ class LeadLoop:
 
     def handle(self, turn: Turn) -> TurnOutcome:
         self._show(turn.text if turn.kind != "user" else "")
-        assert self.ctx.transcript is not None
-        self.ctx.transcript.append("user", turn.text)
-        try:
-            outcome = self.model.run_turn(turn, self.tools)
-        except Exception as exc:  # a model bug must not kill the lead: report it
-            log.exception("lead turn failed")
-            outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+        outcome = self.take_turn(turn)
         self.result.turns += 1
         if outcome.final_text:
             self.result.answer = outcome.final_text
@@ -200,9 +189,9 @@ class LeadLoop:
         return outcome
 
     def _show(self, text: str, *, answer: bool = False) -> None:
-        if not text or not (self.options.interactive or self.options.verbose):
+        if not text or not (self.launch.interactive or self.launch.verbose):
             return
-        stream = sys.stdout if self.options.interactive else sys.stderr
+        stream = sys.stdout if self.launch.interactive else sys.stderr
         print(("lead> " if answer else "") + text, file=stream, flush=True)
 
     def _snapshot(self) -> None:
@@ -222,9 +211,28 @@ class LeadLoop:
                 "subject": t.subject,
                 "status": "failed" if t.failed else t.status,
                 "owner": t.owner_name or "",
+                "error": str(t.meta["lastError"]).strip().splitlines()[0] if t.failed else "",
             }
             for t in tasks
         ]
+
+    def _judge(self) -> None:
+        """``done`` only if every task of the team completed and the lead's last turn did
+        not fail; otherwise say what is left."""
+        if not self.ctx.team_deleted:
+            self._snapshot()
+        tasks = self.result.tasks
+        failed = [t for t in tasks if t["status"] == "failed"]
+        left = [t for t in tasks if t["status"] not in ("completed", "failed")]
+        if failed or left:
+            self.result.stopped_by = "failed" if failed else "unfinished"
+            named = [f"task #{t['id']} ({t['subject']}) failed: {t['error'] or 'no detail'}" for t in failed]
+            named += [f"#{t['id']} {t['status']}" for t in left]
+            self.result.error = (
+                f"{len(failed) + len(left)} of {len(tasks)} tasks did not complete: {'; '.join(named)}"
+            )
+        elif self.failed_turns:
+            self.result.stopped_by = "error"
 
     # ------------------------------------------------------------ when to stop
 
@@ -252,8 +260,8 @@ class LeadLoop:
 
     def run(self) -> LeadResult:
         started = time.monotonic()
-        deadline = None if self.options.timeout is None else started + self.options.timeout
-        self.channel.hello(LEAD_NAME, os.getpid())
+        deadline = None if self.launch.timeout is None else started + self.launch.timeout
+        self.hello()
         self._snapshot()
         quiet_since: float | None = None
         try:
@@ -271,7 +279,7 @@ class LeadLoop:
                     continue
                 if self.ctx.team_deleted:
                     break
-                if self.options.interactive:
+                if self.launch.interactive:
                     if self.input_ended:
                         break
                 elif self.settled():
@@ -285,7 +293,7 @@ class LeadLoop:
                 if remaining is not None and remaining <= 0:
                     self.result.stopped_by = "timeout"
                     self.result.error = (
-                        f"stopped after {self.options.timeout:g}s with the team's work unfinished"
+                        f"stopped after {self.launch.timeout:g}s with the team's work unfinished"
                     )
                     break
                 wait = QUIET if quiet_since is not None else DEFAULT_FALLBACK_POLL
@@ -294,6 +302,8 @@ class LeadLoop:
         except KeyboardInterrupt:
             self.result.stopped_by = "interrupted"
             self.result.error = "interrupted"
+        if self.result.stopped_by == "done":
+            self._judge()
         self.result.seconds = round(time.monotonic() - started, 3)
         return self.result
 
@@ -301,49 +311,33 @@ class LeadLoop:
 # ---------------------------------------------------------------- the process
 
 
-def lead_spec(root: str, team: str, model: str) -> LaunchSpec:
-    paths = TeamPaths(root, team)
-    config = TeamConfigStore(root, paths.team).read()
-    lead = config.member(LEAD_NAME)
-    return LaunchSpec(
-        agent_id=agent_id(LEAD_NAME, paths.team),
-        agent_name=LEAD_NAME,
-        team_name=paths.team,
-        agent_color="",
-        parent_session_id=config.lead_session_id,
-        model=model,
-        root=str(paths.root),
-        cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
-        role="lead",
-    )
+def _interrupt_once(signum: int, frame: object) -> None:
+    # A Ctrl-C reaches the lead from its terminal and again from the command that runs it:
+    # the first ends the run, the rest must not break the report being written.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentproc.lead", description=__doc__)
-    parser.add_argument("--root", required=True)
-    parser.add_argument("--team", required=True)
-    parser.add_argument("--model", default="offline")
-    parser.add_argument("--prompt", default="")
-    parser.add_argument("--interactive", action="store_true")
-    parser.add_argument("--timeout", type=float)
-    parser.add_argument("--verbose", action="store_true")
-    parser.add_argument("--result-file", required=True)
-    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, _interrupt_once)
     logging.basicConfig(level=logging.WARNING, format="lead: %(message)s", stream=sys.stderr)
-    options = LeadOptions(args.prompt, args.interactive, args.timeout, args.verbose)
+    try:
+        launch = LeadLaunch.from_argv(sys.argv[1:] if argv is None else argv)
+    except AgentTeamsError as exc:
+        print(f"agentproc.lead: {exc.message}", file=sys.stderr)
+        return 2
     channel: LeadChannel | None = None
     try:
-        spec = lead_spec(args.root, args.team, args.model)
-        channel = LeadChannel(spec, terminal=args.interactive)
-        result = LeadLoop(spec, channel, options).run()
+        channel = LeadChannel(launch.spec, terminal=launch.interactive)
+        result = LeadLoop(launch, channel).run()
     except AgentTeamsError as exc:
         result = LeadResult(
-            team=args.team, answer="", stopped_by="error", turns=0, seconds=0.0, error=exc.message
+            team=launch.spec.team_name, answer="", stopped_by="error", turns=0, seconds=0.0, error=exc.message
         )
     finally:
         if channel is not None:
             channel.close()
-    atomic_write(Path(args.result_file), msgspec.json.encode(result))
+    atomic_write(Path(launch.result_file), msgspec.json.encode(result))
     return 0 if result.stopped_by == "done" else 1
 
 

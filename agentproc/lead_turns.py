@@ -82,7 +82,12 @@ def render_message(message: InboxMessage) -> str:
 
 
 def render_event(event: TeammateTerminated) -> str:
-    how = f"signal {event.signal}" if event.signal is not UNSET else f"exit {event.exit_code}"
+    if event.signal is not UNSET:
+        how = f"signal {event.signal}"
+    elif event.exit_code is not UNSET:
+        how = f"exit {event.exit_code}"
+    else:
+        how = event.detail  # a process not ours (an MCP session's server): no exit status
     text = f"[teammate terminated] {event.name} has {event.status} ({how})"
     if event.detail and event.detail != how:
         text += f": {event.detail}"

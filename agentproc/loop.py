@@ -1,11 +1,12 @@
-"""The agent loop of SPEC §7: handle → idle notification → wait → next input by priority.
+"""A teammate's loop, as Claude Code's teammates run: handle → idle notification → wait →
+next input by priority.
 
-Priorities when choosing the next input (seed 000 §5):
+Priorities when choosing the next input, in Claude Code's order:
 1. in-memory user messages pushed by the lead over the link,
 2. a shutdown_request (even if older unread messages exist),
 3. unread messages from team-lead,
 4. any other unread message,
-5. a background subagent that has ended, as a ``<task-notification>`` (seed 002),
+5. a background subagent that has ended, as a ``<task-notification>``,
 6. auto-claim a task (the one the supervisor woke us for, if we can have it).
 
 A turn that fails (the model's API, a bug) gives back the task it was on, with the error
@@ -24,13 +25,10 @@ from collections import deque
 
 from agentproc import hooks, subagents
 from agentproc.channel import Channel, Wakeup
-from agentproc.context import AgentContext
-from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model, wrap_message
+from agentproc.models import Model, Turn, TurnOutcome, wrap_message
 from agentproc.permissions import ModePolicy
-from agentproc.tools import ToolBox, toolbox_for
-from agentproc.transcript import Transcript
+from agentproc.runner import AgentRunner
 from ipc import link, trace
-from ipc.agents import resolve as resolve_agent_type
 from ipc.clock import now_iso
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
@@ -63,21 +61,11 @@ def choose_message(unread: list[tuple[int, InboxMessage]]) -> int | None:
     return 0 if unread else None
 
 
-class AgentLoop:
+class AgentLoop(AgentRunner):
+    """A teammate: it asks the lead for what its permission mode does not allow."""
+
     def __init__(self, spec: LaunchSpec, channel: Channel, model: Model | None = None) -> None:
-        self.spec = spec
-        self.ctx = AgentContext(spec=spec, channel=channel)
-        self.definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
-        # A mode given on the command line wins, then the agent definition's; a teammate
-        # spawned with neither accepts edits inside its cwd (see agentproc.permissions).
-        self.ctx.permission_mode = spec.permission_mode or self.definition.permission_mode or "acceptEdits"
-        self.ctx.plan_mode = spec.plan_mode_required
-        self.ctx.transcript = Transcript(self.ctx.paths, spec.agent_name)
-        self.tools: ToolBox = toolbox_for(self.ctx, self.definition, ModePolicy())
-        model_spec = (
-            self.definition.model if spec.model == "inherit" and self.definition.model else spec.model
-        )
-        self.model = model or load_model(model_spec, ModelContext(spec, self.definition, self.ctx.transcript))
+        super().__init__(spec, channel, policy=ModePolicy(), model=model)
         member = self.ctx.messenger.store.config_member(spec.agent_name)
         self.spawn_prompt = member.prompt if member is not None and isinstance(member.prompt, str) else None
         self.user_queue: deque[str] = deque()
@@ -212,13 +200,7 @@ class AgentLoop:
     def handle(self, turn: Turn) -> TurnOutcome:
         self.idle = False
         self.ctx.channel.state("running", turn.task_id)
-        if self.ctx.transcript is not None:
-            self.ctx.transcript.append("user", turn.text)  # models record their own replies
-        try:
-            outcome = self.model.run_turn(turn, self.tools)
-        except Exception as exc:  # a model bug must not kill the teammate: report it
-            log.exception("%s: turn failed", self.spec.agent_name)
-            outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+        outcome = self.take_turn(turn)
         if outcome.budget_reached:
             # Not the task's fault: it goes back as it was, for whoever has budget left.
             self.budget_stop = outcome.failure_reason
@@ -244,7 +226,7 @@ class AgentLoop:
         return min(backing_off, self.spec.fallback_poll) if backing_off > 0 else None
 
     def run(self) -> int:
-        self.ctx.channel.hello(self.spec.agent_name, os.getpid())
+        self.hello()
         outcome = TurnOutcome()
         while True:
             turn = self.next_turn()

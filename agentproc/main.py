@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from agentproc.channel import Channel, open_channel
@@ -14,11 +15,14 @@ from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
 from agentproc.subagent import SubagentRun
 from ipc import memtrace
+from ipc.cc_peer import ClaudePeer
+from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import fix_malloc_mmap_threshold, kill_session, set_parent_death_signal, set_process_name
 
 _loop: AgentLoop | None = None
+_peer: ClaudePeer | None = None
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -34,11 +38,27 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
                 os.killpg(group, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    if _peer is not None:
+        _peer.withdraw()  # its record and key: Claude Code would list a dead session until it sweeps
     os._exit(128 + signum)
 
 
+def expose(loop: AgentLoop) -> ClaudePeer:
+    """Let the sessions of a Claude Code config dir list and message this agent."""
+    ctx = loop.ctx
+    peer = ClaudePeer(
+        ctx.paths,
+        ctx.name,
+        Path(ctx.spec.claude_peers).expanduser(),
+        cwd=ctx.spec.cwd,
+        mode=lambda: mode_class(ctx.permission_mode),
+    )
+    ctx.messenger.sessions = peer
+    return peer
+
+
 def main(argv: list[str] | None = None) -> int:
-    global _loop
+    global _loop, _peer
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     try:
         spec = LaunchSpec.from_argv(sys.argv[1:] if argv is None else argv)
@@ -61,11 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         if spec.backend == "claude-code":
             return ClaudeTeammate(spec, channel).run()
         _loop = AgentLoop(spec, channel)
+        if spec.claude_peers and spec.role == "teammate":
+            _peer = expose(_loop)
         return _loop.run()
     except AgentTeamsError as exc:
         # One line, the last in the log: the supervisor hands it to whoever asked for the spawn.
         print(f"{spec.agent_name}: {exc.message}", file=sys.stderr)
         return 1
     finally:
+        if _peer is not None:
+            _peer.close()
         if channel is not None:
             channel.close()

@@ -1,7 +1,7 @@
 """Permission modes and the permission_request / permission_response protocol.
 
-Policy (SPEC §7, seed 004 §4.8.3), judged from what each tool declares (its kind and the
-paths of a call), never from its name:
+Policy (Claude Code's permission modes, with the lead answering for a teammate), judged
+from what each tool declares (its kind and the paths of a call), never from its name:
 - ``bypassPermissions``: nothing asks.
 - ``acceptEdits`` (also a teammate spawned without a mode): everything inside the cwd is
   allowed; any call touching a path outside it asks the lead, reads included, and so does
@@ -41,10 +41,10 @@ def timeout() -> float:
     return float(os.environ.get("AGENTTEAMS_PERMISSION_TIMEOUT", "300"))
 
 
-def outside_paths(ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> list[str]:
+def outside_paths(ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> list[str]:
     cwd = ctx.cwd.resolve()
     out = []
-    for path in tool.paths(ctx, args):
+    for path in tool.touches(ctx, args):
         if path.startswith(UNKNOWN):
             out.append(path[1:])
             continue
@@ -59,12 +59,12 @@ def outside_paths(ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> list[s
 class ModePolicy:
     """The policy of the agent's permission mode, asking the lead through its inbox."""
 
-    def offered(self, ctx: AgentContext, tools: list[Tool]) -> list[Tool]:
+    def offered(self, ctx: AgentContext, tools: list[Tool[Any]]) -> list[Tool[Any]]:
         if ctx.plan_mode or ctx.permission_mode == "plan":
             return [t for t in tools if t.kind in ("coordination", "read")]
         return tools
 
-    def decide(self, ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> Decision:
+    def decide(self, ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> Decision:
         if tool.kind == "coordination":
             return Decision("allow")
         if ctx.plan_mode or ctx.permission_mode == "plan":
@@ -88,7 +88,7 @@ class ModePolicy:
         return Decision("ask", why, outside)
 
     def ask(
-        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+        self, ctx: AgentContext, tool: Tool[Any], tool_use_id: str, args: dict[str, Any], decision: Decision
     ) -> tuple[bool, dict[str, Any], str]:
         """Ask the lead; returns (approved, input to use, reason when denied)."""
         request_id = permission_request_id()
@@ -128,6 +128,6 @@ class NoAskPolicy(ModePolicy):
     would ask is denied, with the reason, as Claude Code denies a background subagent's."""
 
     def ask(
-        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+        self, ctx: AgentContext, tool: Tool[Any], tool_use_id: str, args: dict[str, Any], decision: Decision
     ) -> tuple[bool, dict[str, Any], str]:
         return False, args, f"{decision.reason}; {ctx.name} has no one to ask for approval"

@@ -1,5 +1,6 @@
-"""Subagents from the parent's side (seed 002): start one through the supervisor, wait for
-its result, and turn finished background ones into ``<task-notification>`` turns."""
+"""Subagents from the parent's side, as Claude Code's Agent tool runs them: start one
+through the supervisor, wait for its result, and turn finished background ones into
+``<task-notification>`` turns."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import msgspec
 from agentproc.context import AgentContext
 from ipc import control, subagents
 from ipc.errors import AgentTeamsError
-from ipc.launch import SubagentOptions, SubagentReply, SubagentResult
+from ipc.options import SubagentOptions
+from ipc.replies import SubagentReply, SubagentResult
 
 
 def start(ctx: AgentContext, options: SubagentOptions) -> SubagentReply:

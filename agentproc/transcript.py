@@ -13,10 +13,10 @@ from typing import Any
 
 import msgspec
 
-from agentproc.conversation import add
+from agentproc.conversation import add, has_tool_use
 from ipc.clock import now_iso
 from ipc.paths import TeamPaths
-from ipc.storage import append_line, lines_from_end, read_jsonl
+from ipc.storage import append_line, lines_from_end
 
 _entry = msgspec.json.Decoder(dict[str, Any])
 
@@ -42,14 +42,6 @@ class Transcript:
         if self.sidechain:
             entry.update(isSidechain=True, agentId=self.sidechain)
         append_line(self.path, json.dumps(entry, ensure_ascii=False).encode())
-
-    def _own(self) -> list[dict[str, Any]]:
-        return [e for e in read_jsonl(self.path, dict[str, Any]) if e.get("agentId", "") == self.sidechain]
-
-    def entries(self) -> list[dict[str, Any]]:
-        """Every user and assistant entry of this conversation (a sidechain's own, or the
-        main one without sidechains); a line torn by a kill is skipped."""
-        return [e for e in self._own() if e.get("role") in ("user", "assistant")]
 
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as Messages API messages, from the last compaction on, trimmed
@@ -80,17 +72,11 @@ class Transcript:
 
 
 def _unanswered(message: dict[str, Any]) -> bool:
-    return message["role"] == "assistant" and _has_tool_use(message["content"])
+    return message["role"] == "assistant" and has_tool_use(message["content"])
 
 
 def _answers(message: dict[str, Any]) -> bool:
     content = message["content"]
     return isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
-def _has_tool_use(content: Any) -> bool:
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
     )

@@ -18,6 +18,7 @@ import zmq
 
 from ipc import trace
 from ipc.mailbox import Mailbox
+from ipc.paths import remove_runtime_dirs
 from ipc.schemas import InboxMessage
 from ipc.storage import atomic_write
 from supervisor import Team
@@ -61,6 +62,7 @@ def scratch() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+        remove_runtime_dirs(path)  # the teams' sockets and logs, outside the root
 
 
 @contextlib.contextmanager

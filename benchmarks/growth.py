@@ -39,7 +39,7 @@ def agentteams(size: int, samples: int, archive: bool) -> list[float]:
 
 
 def claude_code(size: int, samples: int) -> list[float]:
-    """Seed 000 §6 ``X9``: lock, JSON.parse the whole array, push, stringify, write in place."""
+    """Claude Code 2.1.38's append: lock, JSON.parse the whole array, push, stringify, write in place."""
     with scratch() as root:
         path = Path(root) / "sink.json"
         history = [

@@ -14,7 +14,20 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import caching, contention, exchange, growth, idle, latency, spawn, tasks
+from benchmarks import (
+    caching,
+    claude_socket,
+    contention,
+    exchange,
+    growth,
+    hosts,
+    idle,
+    latency,
+    mcp_door,
+    spawn,
+    tasks,
+    teardown,
+)
 from benchmarks.common import machine
 
 SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
@@ -26,7 +39,12 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "idle": idle.run,
     "tasks": tasks.run,
     "caching": caching.run,
+    "mcp": mcp_door.run,
+    "claude_socket": claude_socket.run,
+    "hosts": hosts.run,
+    "teardown": teardown.run,
 }
+NOT_QUICK = {"claude_socket"}  # runs the real claude: `bench all --quick` (make test) leaves it out
 DEFAULT_OUT = Path(__file__).parent / "results"
 
 
@@ -163,6 +181,47 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 f"{r['wakes_per_task']:.2f}",
             )
         out.append(t)
+    if "hosts" in results:
+        h = results["hosts"]
+        t = Table(title="a team on the engine beside the same team on files: send → turn (ms, one way)")
+        for col in ("path", "n", "p50", "p90", "p99", "max", "lost", "write", "ring", "wake", "take"):
+            t.add_column(col, justify="right" if col != "path" else "left")
+        for r in h["rows"]:
+            stage = r.get("stages_ms") or {}
+            t.add_row(
+                r["path"],
+                str(r["n"]),
+                *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")),
+                str(r["lost"]),
+                *(_ms(stage[k]) if k in stage else "-" for k in ("write", "wake_send", "wake", "take")),
+            )
+        out.append(t)
+        t = Table(title="claimers racing for tasks: engine (claimers on two hosts) and files (one host)")
+        for col in ("store", "claimers", "tasks", "claims/s", "each once"):
+            t.add_column(col, justify="right" if col != "store" else "left")
+        for r in h["claims"]:
+            t.add_row(
+                r["store"],
+                str(r["claimers"]),
+                str(r["tasks"]),
+                f"{r['claims_per_s']:.0f}",
+                str(r["exactly_once"]),
+            )
+        b = h["bridge"]
+        t.add_row(
+            "sync↔asyncio bridge, one empty call (ms)",
+            "",
+            "",
+            f"p50 {_ms(b['bridge_noop_ms']['p50'])} p99 {_ms(b['bridge_noop_ms']['p99'])}",
+            "",
+        )
+        for key, what in (
+            ("kv_get_ms", "one KV read from the server (ms)"),
+            ("kv_cas_ms", "one KV compare-and-set (ms)"),
+            ("publish_ms", "one stream publish, acknowledged (ms)"),
+        ):
+            t.add_row(what, "", "", f"p50 {_ms(b[key]['p50'])} p99 {_ms(b[key]['p99'])}", "")
+        out.append(t)
     if "idle" in results:
         t = Table(title="idle cost per teammate per minute")
         for col in ("wake", "teammates", "measured s", "CPU s", "read syscalls"):
@@ -194,6 +253,58 @@ def tables(results: dict[str, Any]) -> list[Table]:
                     f"{r['cached_input']:,}",
                 )
         t.add_row("all", f"{c['billed_input_uncached']:,}", f"{c['billed_input_cached']:,}", "", "", "")
+        out.append(t)
+    if "mcp" in results:
+        t = Table(
+            title="a teammate's send → wait_for_messages returns to an MCP client (ms, one way, spaced)"
+        )
+        for col in ("path", "n", "p50", "p90", "p99", "max", "lost", "team", "transport"):
+            t.add_column(col, justify="right" if col != "path" else "left")
+        for r in results["mcp"]["rows"]:
+            stage = r.get("stages_ms") or {}
+            t.add_row(
+                r["path"],
+                str(r["n"]),
+                *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")),
+                str(r["lost"]),
+                *(_ms(stage[k]) if k in stage else "-" for k in ("team", "transport")),
+            )
+        out.append(t)
+    if "claude_socket" in results:
+        c = results["claude_socket"]
+        t = Table(title="send → a claude teammate's turn starts (ms): its own socket against its inbox poll")
+        cols = ("teammate", "wake", "n", "p50", "p90", "p99", "max", "send p50", "lost", "duplicated", "once")
+        for col in cols:
+            t.add_column(col, justify="right" if col not in ("teammate", "wake") else "left")
+        if c.get("skipped"):
+            t.add_row(c["skipped"], *[""] * (len(cols) - 1))
+        for r in c["rows"]:
+            t.add_row(
+                r["path"],
+                r["wake"],
+                str(r["n"]),
+                _ms(r["p50"]),
+                _ms(r["p90"]),
+                _ms(r["p99"]),
+                _ms(r["max"]),
+                _ms(r["send_p50"]),
+                str(r["lost"]),
+                str(r["duplicated"]),
+                str(r["once"]),
+            )
+        out.append(t)
+    if "teardown" in results:
+        t = Table(title="stopping, from the signal to the command's exit (s)")
+        for col in ("case", "n", "median", "max", "exit codes"):
+            t.add_column(col, justify="right" if col != "case" else "left")
+        for r in results["teardown"]["rows"]:
+            t.add_row(
+                r["case"],
+                str(r["n"]),
+                f"{r['median_s']:.2f}",
+                f"{r['max_s']:.2f}",
+                ",".join(map(str, r["exit_codes"])),
+            )
         out.append(t)
     targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
     if targets:
@@ -278,6 +389,30 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.legend()
         ax.grid(True, alpha=0.3)
         made.append(_save(plt, fig, out / "caching.png"))
+    if "mcp" in results:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for r in results["mcp"]["rows"]:
+            values = sorted(r.get("values") or [])
+            if values:
+                ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=r["path"])
+        ax.set_xscale("log")
+        ax.set_xlabel("send → wait_for_messages returns, ms (log)")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title("MCP door: latency CDF, spaced-out traffic")
+        ax.legend(fontsize=7)
+        ax.grid(True, alpha=0.3)
+        made.append(_save(plt, fig, out / "mcp_cdf.png"))
+    if results.get("claude_socket", {}).get("rows"):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for r in results["claude_socket"]["rows"]:
+            values = sorted(r["values"])
+            ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=r["wake"])
+        ax.set_xlabel("send → the claude teammate's turn starts, ms")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title(f"a real claude {claude_socket.CURRENT_VERSION} teammate: socket vs poll")
+        ax.legend()
+        ax.grid(True, alpha=0.3)
+        made.append(_save(plt, fig, out / "claude_socket.png"))
     return made
 
 
@@ -292,7 +427,7 @@ def main(suite: str = "all", quick: bool = False, out: Path | None = None, as_js
         raise InvalidInput(f"unknown benchmark suite {suite!r}; use one of {', '.join(SUITES)} or all")
     out.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 150)
-    chosen = list(SUITES) if suite == "all" else [suite]
+    chosen = [s for s in SUITES if not (quick and s in NOT_QUICK)] if suite == "all" else [suite]
     results: dict[str, Any] = {
         "machine": machine(),
         "quick": quick,

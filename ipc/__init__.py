@@ -27,10 +27,12 @@ if TYPE_CHECKING:
         TransportError,
         UnsafeRuntimeDir,
     )
-    from ipc.launch import LaunchSpec, SupervisorOptions, TeammateOptions, TeammateStatus, TeamStatus
+    from ipc.launch import LaunchSpec, SupervisorOptions
     from ipc.mailbox import Mailbox
     from ipc.messaging import Messenger
+    from ipc.options import TeammateOptions
     from ipc.paths import TeamPaths, resolve_root
+    from ipc.replies import TeammateStatus, TeamStatus
     from ipc.task_rules import ClaimResult, claim_prompt
     from ipc.tasks import TaskList
 
@@ -51,9 +53,9 @@ _HOME = {
     "UnsafeRuntimeDir": "ipc.errors",
     "LaunchSpec": "ipc.launch",
     "SupervisorOptions": "ipc.launch",
-    "TeammateOptions": "ipc.launch",
-    "TeammateStatus": "ipc.launch",
-    "TeamStatus": "ipc.launch",
+    "TeammateOptions": "ipc.options",
+    "TeammateStatus": "ipc.replies",
+    "TeamStatus": "ipc.replies",
     "Mailbox": "ipc.mailbox",
     "Messenger": "ipc.messaging",
     "TeamPaths": "ipc.paths",

@@ -14,7 +14,6 @@ from ipc.errors import (
     CorruptFile,
     InvalidInput,
     LockTimeout,
-    NotFound,
     StorageError,
     Timeout,
     TransportError,
@@ -79,18 +78,3 @@ def filelock_errors(path: object, timeout: float | None) -> Iterator[None]:
         yield
     except filelock.Timeout as exc:
         raise LockTimeout(f"timed out after {timeout}s waiting for lock {path}") from exc
-
-
-@contextlib.contextmanager
-def process_errors(pid: int) -> Iterator[None]:
-    """psutil's errors about one process → NotFound (gone) or StorageError (not ours)."""
-    import psutil
-
-    try:
-        yield
-    except (psutil.NoSuchProcess, psutil.ZombieProcess) as exc:
-        raise NotFound(f"process {pid} is gone") from exc
-    except psutil.AccessDenied as exc:
-        raise StorageError(f"process {pid} belongs to another user; cannot inspect it") from exc
-    except psutil.TimeoutExpired as exc:
-        raise Timeout(f"process {pid} did not exit in time") from exc

@@ -1,15 +1,24 @@
-"""The real Claude Code, for teammates of the ``claude-code`` backend (SPEC §13): where its
+"""The real Claude Code, for teammates of the ``claude-code`` backend: where its
 executable is, and what its teammate process is started with."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from ipc.errors import InvalidInput, NotFound
-from ipc.launch import LaunchSpec, claude_code_model
+from ipc.launch import LaunchSpec
+from ipc.model_specs import claude_code_model
 
+SOCKET_SINCE = (2, 1, 330)
+ACCEPT_SETTINGS = {
+    "crossSessionInbound": "accept"
+}  # the first release seen with a messaging socket of its own
+VERSION_TIMEOUT = 20.0
 INSTALL_HINT = (
     "install it (npm install -g @anthropic-ai/claude-code) or set AGENTTEAMS_CLAUDE_BIN to its executable"
 )
@@ -32,9 +41,36 @@ def command() -> list[str]:
     return [path]
 
 
-def argv(spec: LaunchSpec) -> list[str]:
+def version(cmd: list[str]) -> tuple[int, int, int] | None:
+    """What ``claude --version`` says, or None if it says nothing we can read."""
+    try:
+        done = subprocess.run(
+            [*cmd, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def has_socket(found: tuple[int, int, int] | None) -> bool:
+    """True for a release that listens on a messaging socket of its own (2.1.330 and later)."""
+    return found is not None and found >= SOCKET_SINCE
+
+
+def socket_flags(path: Path) -> list[str]:
+    """Listen at ``path`` (hidden flag of 2.1.330), and take what arrives there at once: set
+    only for a teammate whose root the team owns, never the user's own ``~/.claude``."""
+    return ["--messaging-socket-path", str(path), "--settings", json.dumps(ACCEPT_SETTINGS)]
+
+
+def argv(spec: LaunchSpec, extra: list[str] | None = None) -> list[str]:
     """Claude Code's teammate command line for ``spec`` (its own flags; a bypassing
-    permission mode as Claude Code passes it on)."""
+    permission mode as Claude Code passes it on), then ``extra``."""
     model = claude_code_model(spec.model) or "sonnet"
     flags = [
         *("--agent-id", spec.agent_id, "--agent-name", spec.agent_name, "--team-name", spec.team_name),
@@ -47,7 +83,7 @@ def argv(spec: LaunchSpec) -> list[str]:
         flags.append("--dangerously-skip-permissions")
     elif spec.permission_mode:
         flags += ["--permission-mode", spec.permission_mode]
-    return [*command(), *flags]
+    return [*command(), *flags, *(extra or [])]
 
 
 def is_users_home(root: Path) -> bool:

@@ -2,7 +2,7 @@
 
 Unlike Claude Code, which writes config.json without a lock, concurrent spawns here never
 lose a member. A rewrite keeps every field it does not know, at the top level and in each
-member (SPEC §2.2). Reads are cached against the file's identity, so the hot path (every
+member (other writers keep their own state there). Reads are cached against the file's identity, so the hot path (every
 send checks membership) decodes the file only when it changed.
 """
 
@@ -25,7 +25,7 @@ from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ipc.locks import locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
 from ipc.preserve import merged, read_object
-from ipc.schemas import BACKEND_TYPE, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
+from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
 from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
 
 _decoder = msgspec.json.Decoder(TeamConfig)
@@ -43,6 +43,7 @@ _UPDATABLE = {
     "subscriptions",
     "backend_type",
     "is_active",
+    "host",
 }
 
 
@@ -66,7 +67,16 @@ def encode_config(config: TeamConfig, original: dict[str, Any] | None) -> bytes:
 
 class TeamConfigStore:
     def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
-        self.paths = TeamPaths(root, team)
+        self._bind(TeamPaths(root, team))
+
+    @classmethod
+    def at(cls, paths: TeamPaths) -> TeamConfigStore:
+        store = cls.__new__(cls)
+        store._bind(paths)
+        return store
+
+    def _bind(self, paths: TeamPaths) -> None:
+        self.paths = paths
         self.team = self.paths.team
         self.path = self.paths.config
         self._join_counter = self.paths.team_dir / ".joined"
@@ -180,14 +190,20 @@ class TeamConfigStore:
         plan_mode_required: bool = False,
         cwd: str | None = None,
         backend_type: str = BACKEND_TYPE,
+        host: str = "",
+        rename: bool = True,
     ) -> Member:
-        """Add a teammate. A taken name gets ``-2``, ``-3``…; the color follows join order."""
+        """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
+        ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
+        on (a team on the engine)."""
         base = normalise_agent_name(name)
         if base == LEAD_NAME:
             raise InvalidInput(f"{LEAD_NAME!r} is the lead's name; give the teammate another name")
 
         def add(config: TeamConfig) -> Member:
             taken = {m.name for m in config.members}
+            if not rename:
+                self._refuse_taken(base, config)
             unique, n = base, 1
             while unique in taken:
                 n += 1
@@ -198,7 +214,7 @@ class TeamConfigStore:
                 agent_type=agent_type,
                 model=model,
                 prompt=prompt,
-                color=color_for(self._next_join_index()),
+                color=color_for(self._next_join_index(config)),
                 plan_mode_required=plan_mode_required,
                 joined_at=now_ms(),
                 tmux_pane_id="",
@@ -206,16 +222,30 @@ class TeamConfigStore:
                 subscriptions=[],
                 backend_type=backend_type,
                 is_active=False,
+                host=host or UNSET,
             )
             config.members.append(member)
             return member
 
         return self._mutate(add)
 
-    def _next_join_index(self) -> int:
-        # Called under the config lock. Join order survives removals, as in Claude Code.
+    def check_new_member(self, name: str) -> None:
+        """Conflict if ``name`` is taken (a spawn that does not ask for a suffix)."""
+        self._refuse_taken(normalise_agent_name(name), self.read())
+
+    def _refuse_taken(self, name: str, config: TeamConfig) -> None:
+        if config.member(name) is not None:
+            raise Conflict(
+                f"{name!r} is already a member of team {self.team!r}; give another name, "
+                f"or ask for '{name}-2' with --rename (rename=True in Python)"
+            )
+
+    def _next_join_index(self, config: TeamConfig) -> int:
+        # Called under the config lock. Join order survives removals, as in Claude Code; in a
+        # team another tool made (no counter of ours) the palette continues past the colours
+        # its members already have.
         data = read_bytes(self._join_counter)
-        index = int(data or b"0") if (data or b"0").strip().isdigit() else 0
+        index = join_index(config, int(data or b"0") if (data or b"0").strip().isdigit() else 0)
         atomic_write(self._join_counter, str(index + 1).encode())
         return index
 
@@ -252,9 +282,9 @@ class TeamConfigStore:
         return self._mutate(remove)
 
     def delete(self, *, force: bool = False) -> None:
-        """Remove ``teams/{team}`` and ``tasks/{team}``; refused while teammates remain
-        (``force``: remove them too, for a team whose supervisor has already stopped them).
-        A config that does not parse does not stop a delete."""
+        """Remove ``teams/{team}``, ``tasks/{team}`` and the team's runtime directory; refused
+        while teammates remain (``force``: remove them too, for a team whose supervisor has
+        already stopped them). A config that does not parse does not stop a delete."""
         with locked(self.path, root=self.paths.root):
             data = read_bytes(self.path)
             if data is None:
@@ -281,7 +311,17 @@ class TeamConfigStore:
                         child.unlink()
                 self.path.unlink()
         shutil.rmtree(self.paths.team_dir, ignore_errors=True)
+        # Its sockets, pid file and logs go with it (the supervisor is down by now).
+        shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
         self._cached = None
+
+
+def join_index(config: TeamConfig, counted: int) -> int:
+    """The next member's place in the colour cycle: the join counter, unless the members
+    already there (another tool's, which keeps no counter of ours) have gone past it."""
+    mates = config.teammates()
+    taken = [COLORS.index(m.color_name) for m in mates if m.color_name in COLORS]
+    return max(counted, len(mates), max(taken, default=-1) + 1)
 
 
 def list_teams(root: str | os.PathLike[str] | None) -> list[TeamConfig]:

@@ -23,15 +23,9 @@ import zmq
 
 from ipc.boundary import input_errors, zmq_errors
 from ipc.errors import InvalidInput, NotRunning, SupervisorError, Timeout
-from ipc.launch import (
-    SpawnReply,
-    StopReply,
-    SubagentOptions,
-    SubagentReply,
-    TeammateOptions,
-    TeamStatus,
-)
+from ipc.options import SubagentOptions, TeammateOptions
 from ipc.poller import shut
+from ipc.replies import SpawnReply, StopReply, SubagentReply, TeamStatus
 
 MAX_REQUEST_BYTES = 256 * 1024
 R = TypeVar("R", bound=msgspec.Struct)
@@ -65,7 +59,8 @@ class Restart(_Request):
 
 
 class TasksReady(_Request):
-    """Tasks that can be claimed now: the supervisor wakes one idle teammate for each."""
+    """Tasks that can be claimed now: the supervisor wakes one idle teammate for each. The
+    one "tasks ready" message: clients send it here, agents over their link (no reply)."""
 
     ids: list[str] = []
     Reply: ClassVar[type[msgspec.Struct]] = WakeReply
@@ -101,6 +96,15 @@ class AttachLead(_Request):
     pid: int
 
 
+class WatchMember(_Request):
+    """A member that is an outside client (an MCP session) joined, served by process
+    ``pid``: the supervisor watches the pid, and settles the member (tasks released, marked
+    inactive) if it ends without leaving."""
+
+    name: str
+    pid: int
+
+
 class SpawnSubagent(_Request):
     """Start a subagent for ``options.parent``: its own process, not a member of the team;
     stopped with its parent."""
@@ -113,8 +117,34 @@ class StopSubagent(_Request):
     subagent: str
 
 
+class SessionSent(msgspec.Struct, kw_only=True):
+    msg_id: str
+
+
+class SessionSend(_Request):
+    """A message from the lead's side to a Claude Code session, sent by the supervisor (the
+    process Claude Code knows the lead's address by; :mod:`ipc.cc_peer`)."""
+
+    sender: str
+    to: str
+    text: str
+    summary: str
+    Reply: ClassVar[type[msgspec.Struct]] = SessionSent
+
+
 Request = (
-    Spawn | Restart | TasksReady | Push | Shutdown | Status | Down | AttachLead | SpawnSubagent | StopSubagent
+    Spawn
+    | Restart
+    | TasksReady
+    | Push
+    | Shutdown
+    | Status
+    | Down
+    | AttachLead
+    | WatchMember
+    | SpawnSubagent
+    | StopSubagent
+    | SessionSend
 )
 
 

@@ -33,6 +33,10 @@ class Conflict(AgentTeamsError):
     """The operation clashes with the current state (already exists, still running, cycle)."""
 
 
+class TaskFailed(AgentTeamsError):
+    """A task a job waited for failed; its error is in the task (``metadata.lastError``)."""
+
+
 class CorruptFile(AgentTeamsError):
     """A state file that cannot be parsed; its bytes are kept, never silently deleted."""
 

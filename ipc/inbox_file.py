@@ -3,7 +3,7 @@
 Claude Code writes these files with ``JSON.stringify(messages, null, 2)``; so do we. In that
 format an element starts at ``\\n  {`` (two spaces, at no other depth) and its top-level
 ``read`` flag is ``\\n    "read": false``. That lets the two hot-path writes touch only a few
-bytes, under the file's lock (SPEC §6):
+bytes, under the file's lock:
 
 - append: ``,\\n  {new}\\n]\\n`` written over the array's closing bracket, after checking that
   the last element is whole;

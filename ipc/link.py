@@ -2,7 +2,8 @@
 the private runtime directory, standing in for Claude Code's anonymous Unix socketpair.
 
 It carries control and liveness, never messages: ``Hello`` (ready), ``State`` (running or
-idle), ``TasksReady`` (tasks someone can claim now) from the agent; ``Wake`` (with a task it
+idle), ``TasksReady`` (tasks someone can claim now; the control socket's request, sent
+here without waiting for a reply) from the agent; ``Wake`` (with a task it
 may claim) and ``UserMessage`` (priority 1 of its loop) from the supervisor. Frames are
 msgspec msgpack, strictly decoded and size-bounded. The supervisor binds, so a restarted
 agent simply connects again.
@@ -18,6 +19,7 @@ import msgspec
 import zmq
 
 from ipc.boundary import input_errors, zmq_errors
+from ipc.control import TasksReady
 from ipc.errors import InvalidInput
 from ipc.wake import socket_path
 
@@ -36,12 +38,6 @@ class State(msgspec.Struct, tag=True):
 
     state: Literal["running", "idle"]
     task: str = ""
-
-
-class TasksReady(msgspec.Struct, tag=True):
-    """Agent → supervisor: these tasks can be claimed now; wake an idle teammate for each."""
-
-    ids: list[str]
 
 
 class Wake(msgspec.Struct, tag=True):

@@ -1,6 +1,6 @@
 """The one lock seam: every mutation of a shared file takes its locks here, in one fixed order.
 
-Several programs write these files, each with its own lock (SPEC §2.1):
+Several programs write these files, each with its own lock:
 
 1. our fast path: ``flock`` on a descriptor of ``{dir}/{stem}.lock`` (``inboxes/alice.lock``
    for ``inboxes/alice.json``; the task list's ``tasks/{team}/.lock`` itself). That is also
@@ -48,10 +48,6 @@ def set_default_lock_timeout(seconds: float) -> None:
     """This process's lock timeout (the default 30 s covers a stale Claude Code lock)."""
     global _lock_timeout
     _lock_timeout = seconds
-
-
-def default_lock_timeout() -> float:
-    return _lock_timeout
 
 
 def lock_backend() -> LockBackend:

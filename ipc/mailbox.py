@@ -59,10 +59,49 @@ def new_msg_id() -> str:
     return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
+def new_message(
+    sender: str,
+    text: str,
+    summary: str | UnsetType | None = UNSET,
+    color: str | UnsetType | None = UNSET,
+    *,
+    v2: bool = False,
+) -> InboxMessage:
+    """An unread message, stamped now with a fresh ``msg_id``; ``v2`` adds Claude Code
+    2.1.330's ``msgV`` and ``type``."""
+    message = InboxMessage(
+        from_=sender,
+        text=text,
+        timestamp=now_iso(),
+        read=False,
+        summary=UNSET if summary is None else summary,
+        color=UNSET if color is None else color,
+        msg_id=new_msg_id(),
+    )
+    if v2:
+        message.msg_v, message.type = 1, "message"
+    return message
+
+
+class _ContentEntry(msgspec.Struct):
+    """An entry that names its text ``content`` (agent-team-mail accepts that as an alias)."""
+
+    content: str
+
+
+_content = msgspec.json.Decoder(_ContentEntry)
+
+
 def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
     try:
         return _message.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    try:  # the alias: the same entry with ``text`` taken from ``content`` (the file is not changed)
+        text = _content.decode(raw).content
+        fields = msgspec.json.decode(raw)
+        return msgspec.convert({**fields, "text": text}, InboxMessage)
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
         return None
 
 
@@ -70,7 +109,17 @@ class Mailbox:
     """The inbox of ``agent`` in ``team``. Usable from any process, no supervisor needed."""
 
     def __init__(self, root: str | os.PathLike[str] | None, team: str, agent: str) -> None:
-        self.paths = TeamPaths(root, team)
+        self._bind(TeamPaths(root, team), agent)
+
+    @classmethod
+    def at(cls, paths: TeamPaths, agent: str) -> Mailbox:
+        """The inbox of ``agent`` in the team of ``paths``."""
+        box = cls.__new__(cls)
+        box._bind(paths, agent)
+        return box
+
+    def _bind(self, paths: TeamPaths, agent: str) -> None:
+        self.paths = paths
         self.agent = normalise_agent_name(agent)
         self.path = self.paths.inbox(self.agent)
 
@@ -182,31 +231,62 @@ class Mailbox:
     def append_message(self, message: InboxMessage) -> InboxMessage:
         """Append ``message`` as stored; acknowledged (durable per the durability setting)
         when this returns."""
+        self.check_size(message)
+        self.append_raw(inbox_file.encode_entry(message))
+        return message
+
+    def check_size(self, message: InboxMessage) -> None:
         if len(message.text.encode()) > MAX_TEXT_BYTES:
             raise InvalidInput(
                 f"message to {self.agent} is {len(message.text.encode())} bytes; the limit is {MAX_TEXT_BYTES}"
             )
-        self.append_raw(inbox_file.encode_entry(message))
-        return message
 
     def append_raw(self, entry: bytes) -> None:
-        block = inbox_file.element(entry)
         if self.path.parent not in _known_dirs:
             ensure_dir(self.path.parent)
             _known_dirs.add(self.path.parent)
         with locked(self.path, root=self.paths.root):
-            with os_errors(f"cannot open {self.path}"):
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                size = os.fstat(fd).st_size
-                plan = inbox_file.append_in_place(fd, size, block) if size else None
-                if plan is not None:
-                    write_at(fd, self.path, plan[0], plan[1])
-                    return
-            finally:
-                os.close(fd)
-            snap = self._load_locked() if size else Snapshot(b"", [], [])
-            self._rewrite([*map(bytes, snap.raws), entry])
+            self._append_locked(entry)
+
+    def append_handed(self, message: InboxMessage, hand: Callable[[InboxMessage], bool]) -> InboxMessage:
+        """Append ``message`` after offering it to ``hand`` under the inbox's lock: if ``hand``
+        delivers it some other way (returns True) it is stored read, so no reader of the file
+        (Claude Code's poll among them) ever sees it unread and delivers it a second time."""
+        self.check_size(message)
+        ensure_dir(self.path.parent)
+        with locked(self.path, root=self.paths.root):
+            stored = msgspec.structs.replace(message, read=hand(message))
+            self._append_locked(inbox_file.encode_entry(stored))
+        return stored
+
+    def append_once(self, message: InboxMessage) -> InboxMessage:
+        """Append ``message`` unless an entry with its ``msg_id`` is there already (a retry
+        whose first attempt may have landed); returns what is stored."""
+        self.check_size(message)
+        ensure_dir(self.path.parent)
+        with locked(self.path, root=self.paths.root):
+            for _, stored in self._messages(self._load_locked()):
+                if stored.msg_id == message.msg_id:
+                    return stored
+            self._append_locked(inbox_file.encode_entry(message))
+        return message
+
+    def _append_locked(self, entry: bytes) -> None:
+        """Append one encoded entry (caller holds the lock): in place over the array's tail
+        when the file allows, else one rewrite."""
+        block = inbox_file.element(entry)
+        with os_errors(f"cannot open {self.path}"):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            plan = inbox_file.append_in_place(fd, size, block) if size else None
+            if plan is not None:
+                write_at(fd, self.path, plan[0], plan[1])
+                return
+        finally:
+            os.close(fd)
+        snap = self._load_locked() if size else Snapshot(b"", [], [])
+        self._rewrite([*map(bytes, snap.raws), entry])
 
     def append(
         self,
@@ -223,18 +303,7 @@ class Mailbox:
         inbox is never created for a stranger. ``v2`` writes Claude Code 2.1.330's shape."""
         if not member_checked:
             TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
-        message = InboxMessage(
-            from_=sender,
-            text=text,
-            timestamp=now_iso(),
-            read=False,
-            summary=UNSET if summary is None else summary,
-            color=UNSET if color is None else color,
-            msg_id=new_msg_id(),
-        )
-        if v2:
-            message.msg_v, message.type = 1, "message"
-        return self.append_message(message)
+        return self.append_message(new_message(sender, text, summary, color, v2=v2))
 
     # ------------------------------------------------------------ taking (the hand-off)
 
@@ -376,8 +445,3 @@ def _with_read(raw: bytes) -> bytes:
         return raw
     obj["read"] = True
     return msgspec.json.encode(obj)
-
-
-def inbox_paths(paths: TeamPaths) -> list[Path]:
-    """Every inbox file of a team."""
-    return sorted(paths.inboxes.glob("*.json")) if paths.inboxes.is_dir() else []

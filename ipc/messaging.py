@@ -12,19 +12,33 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ipc import trace
+from ipc.cc_socket import Mode, is_address
 from ipc.clock import now_iso
 from ipc.config import TeamConfigStore
+from ipc.courier import hand_over
 from ipc.errors import AgentTeamsError, InvalidInput
-from ipc.mailbox import Mailbox
-from ipc.paths import normalise_agent_name, shutdown_request_id
-from ipc.schemas import LEAD_NAME, InboxMessage, ProtocolBody, ShutdownRequest, TeamConfig, body_text
-from ipc.wake import Waker
+from ipc.mailbox import Mailbox, new_message
+from ipc.paths import TeamPaths, normalise_agent_name, shutdown_request_id
+from ipc.schemas import LEAD_NAME, InboxMessage, Member, ProtocolBody, ShutdownRequest, TeamConfig, body_text
+from ipc.wake import Doorbell
 
 Root = str | os.PathLike[str] | None
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # already a valid name: nothing to normalise
+
+
+class SessionRoute(Protocol):
+    """How a process sends to a Claude Code session (a ``uds:`` recipient): see
+    :mod:`ipc.cc_peer`."""
+
+    def send(self, sender: str, to: str, text: str, summary: str) -> dict[str, Any]: ...
+
+
+def _is_claude(member: Member) -> bool:
+    return member.backend_type == "claude-code"
 
 
 def clean_recipient(recipient: str) -> str:
@@ -36,12 +50,29 @@ def clean_recipient(recipient: str) -> str:
 class Messenger:
     """Sends into one team's inboxes; reusable and cheap to call again."""
 
-    def __init__(self, root: Root, team: str, *, waker: Waker | None = None) -> None:
-        self.store = TeamConfigStore(root, team)
+    def __init__(self, root: Root, team: str, *, waker: Doorbell | None = None) -> None:
+        self._bind(TeamConfigStore(root, team), waker)
+
+    @classmethod
+    def at(
+        cls, paths: TeamPaths, *, waker: Doorbell | None = None, store: TeamConfigStore | None = None
+    ) -> Messenger:
+        """A messenger for the team of ``paths`` (sharing ``store``, the team's config, if given)."""
+        messenger = cls.__new__(cls)
+        messenger._bind(store or TeamConfigStore.at(paths), waker)
+        return messenger
+
+    def _bind(self, store: TeamConfigStore, waker: Doorbell | None) -> None:
+        self.store = store
         self.paths = self.store.paths
         self.root = self.paths.root
         self.team = self.store.team
         self.waker = waker
+        # The sending process's permission mode class, attested to Claude Code teammates
+        # (None: not known here, nothing is attested).
+        self.attest: Callable[[], Mode | None] | None = None
+        # How this process reaches a Claude Code session (``uds:`` recipients), if it can.
+        self.sessions: SessionRoute | None = None
         self._boxes: dict[str, Mailbox] = {}
 
     def _deliver(
@@ -53,12 +84,18 @@ class Messenger:
         summary: str | None = None,
         color: str | None = None,
         v2: bool = False,
+        courier: bool = False,
     ) -> InboxMessage:
-        """Append to ``name``'s inbox, then wake it (and trace both, when tracing is on)."""
+        """Append to ``name``'s inbox, then wake it (and trace both, when tracing is on).
+        ``courier``: ``name`` is a Claude Code teammate; its courier, if it runs, delivers
+        the message through ``claude``'s own socket and appends it (:mod:`ipc.courier`)."""
         sent = time.time_ns()
-        message = self.mailbox(name).append(
-            sender=sender, text=text, summary=summary, color=color, member_checked=True, v2=v2
-        )
+        message = new_message(sender, text, summary, color, v2=v2)
+        if courier:
+            mode = self.attest() if self.attest is not None else None
+            message = hand_over(self.paths.runtime_dir(), self.mailbox(name), message, mode)
+        else:
+            self.mailbox(name).append_message(message)
         written = time.time_ns()
         if self.waker is not None:
             self.waker.wake(name)
@@ -71,7 +108,7 @@ class Messenger:
     def mailbox(self, name: str) -> Mailbox:
         box = self._boxes.get(name)
         if box is None:
-            box = self._boxes[name] = Mailbox(self.root, self.team, name)
+            box = self._boxes[name] = Mailbox.at(self.paths, name)
         return box
 
     def config(self) -> TeamConfig:
@@ -80,15 +117,30 @@ class Messenger:
     def send_message(
         self, sender: str, recipient: str, content: str, summary: str, color: str | None = None
     ) -> dict[str, Any]:
-        """A direct message; returns SendMessage's response (seed 004 §C.2.1)."""
+        """A direct message; returns Claude Code's SendMessage response."""
         if not summary:
             raise InvalidInput("a message needs a summary (a few words shown in previews)")
+        if is_address(recipient):
+            if self.sessions is None:
+                raise InvalidInput(
+                    f"{recipient} is a Claude Code session; {sender} can answer one only when the team "
+                    "is up with --claude-peers"
+                )
+            return self.sessions.send(sender, recipient, content, summary)
         name = clean_recipient(recipient)
         config = self.config()
         target = config.member(name) or self.store.require_member(name)  # the second raises, naming them
         if name == sender:
             raise InvalidInput(f"{sender} cannot send a message to itself; pick another member")
-        self._deliver(sender, name, content, summary=summary, color=color, v2=config.writes_v2)
+        self._deliver(
+            sender,
+            name,
+            content,
+            summary=summary,
+            color=color,
+            v2=config.writes_v2,
+            courier=_is_claude(target),
+        )
         routing: dict[str, Any] = {"sender": sender, "target": f"@{name}"}
         if target.color_name:
             routing["targetColor"] = target.color_name
@@ -96,13 +148,22 @@ class Messenger:
         return {"success": True, "message": f"Message sent to {name}'s inbox", "routing": routing}
 
     def broadcast(self, sender: str, content: str, summary: str, color: str | None = None) -> dict[str, Any]:
-        """One message per member other than the sender (seed 004 §C.2.2)."""
+        """One message per member other than the sender; Claude Code's broadcast response."""
         if not summary:
             raise InvalidInput("a broadcast needs a summary (a few words shown in previews)")
         config = self.config()
-        recipients = [m.name for m in config.members if m.name != sender]
-        for name in recipients:
-            self._deliver(sender, name, content, summary=summary, color=color, v2=config.writes_v2)
+        members = [m for m in config.members if m.name != sender]
+        recipients = [m.name for m in members]
+        for member in members:
+            self._deliver(
+                sender,
+                member.name,
+                content,
+                summary=summary,
+                color=color,
+                v2=config.writes_v2,
+                courier=_is_claude(member),
+            )
         return {
             "success": True,
             "message": f"Message broadcast to {len(recipients)} teammate(s): {', '.join(recipients)}",
@@ -111,7 +172,7 @@ class Messenger:
         }
 
     def send_shutdown_request(self, sender: str, recipient: str, reason: str) -> dict[str, Any]:
-        """A shutdown_request body in the recipient's inbox (seed 004 §C.2.3)."""
+        """A shutdown_request body in the recipient's inbox, as Claude Code's lead sends it."""
         name = clean_recipient(recipient)
         if name == LEAD_NAME:
             raise InvalidInput("the lead cannot be asked to shut down; delete the team instead")
@@ -131,6 +192,10 @@ class Messenger:
         name = clean_recipient(recipient)
         if name != LEAD_NAME:
             self.store.require_member(name)
+        self.deliver_body(sender, name, body, color)
+
+    def deliver_body(self, sender: str, name: str, body: ProtocolBody, color: str | None = None) -> None:
+        """:meth:`send_body` to ``name``, a member the caller has checked already."""
         self._deliver(sender, name, body_text(body), color=color, v2=self._v2())
 
     def _v2(self) -> bool:

@@ -3,7 +3,6 @@ and killing a session."""
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -112,11 +111,3 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != b"Z"
-
-
-def signal_process(pid: int, sig: int) -> bool:
-    """Send ``sig``; False if the process is gone."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-        return True
-    return False

@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import stat
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ipc.errors import InvalidInput, UnsafeRuntimeDir
 MAX_NAME_LENGTH = 64
 # sun_path holds 107 bytes; leave room for "/w-{12 hex}.sock" and "ipc://" is not counted.
 MAX_RUNTIME_PATH = 80
+ROOT_FILE = "root"  # in a runtime directory: the state root and team it belongs to
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -148,28 +150,61 @@ class TeamPaths:
         return self.tasks_dir / ".highwatermark"
 
     def runtime_dir(self) -> Path:
-        """This team's private runtime directory (sockets, pid file, log); checked once per
-        TeamPaths object, since a hot path (every wake) asks for it."""
+        """This team's private runtime directory (sockets, pid file, logs), created if
+        missing; checked once per TeamPaths object, since a hot path (every wake) asks for it."""
         if self._runtime is None:
-            self._runtime = self._make_runtime_dir()
+            base, path = runtime_base_path(), self.runtime_path()
+            ensure_private_dir(base)  # refused when unsafe, also if a long path falls back to /tmp
+            if path.parent != base:
+                ensure_private_dir(path.parent)
+            self._runtime = ensure_private_dir(path)
+            owner = path / ROOT_FILE  # whose it is: a clean-up can tell a team's from another's
+            if not owner.exists():
+                owner.write_text(f"{self.root}\n{self.team}\n")
         return self._runtime
 
-    def _make_runtime_dir(self) -> Path:
+    def existing_runtime_dir(self) -> Path | None:
+        """The runtime directory if it exists (checked as :meth:`runtime_dir` does), else
+        None: a look at a team that is not up creates nothing."""
+        return self.runtime_dir() if self._runtime is not None or self.runtime_path().is_dir() else None
+
+    def runtime_path(self) -> Path:
+        """Where the runtime directory is, whether or not it exists."""
         # One per (root, team): two roots may hold teams of the same name. Hashed to keep
         # ipc:// socket paths under the 107-byte sun_path limit.
         digest = hashlib.sha256(f"{self.root}\0{self.team}".encode()).hexdigest()[:12]
         leaf = f"{self.team[:24]}-{digest}"
-        base = runtime_base()
+        base = runtime_base_path()
         if len(str(base / leaf)) > MAX_RUNTIME_PATH:
-            base = ensure_private_dir(Path(f"/tmp/agentteams-{os.getuid()}"))
-        return ensure_private_dir(base / leaf)
+            base = Path(f"/tmp/agentteams-{os.getuid()}")
+        return base / leaf
+
+    def log(self, agent: str = "") -> Path:
+        """The supervisor's log, or an agent's (its output and errors), in the runtime directory."""
+        logs = self.runtime_path()
+        return logs / "supervisor.log" if not agent else logs / "logs" / f"{normalise_agent_name(agent)}.log"
 
 
-def runtime_base() -> Path:
-    """``$XDG_RUNTIME_DIR/agentteams`` or ``/tmp/agentteams-{uid}``, created 0700 and checked."""
+def remove_runtime_dirs(under: Path) -> None:
+    """Remove the runtime directories of the teams whose state root is ``under`` or inside it
+    (each names its root in :data:`ROOT_FILE`): for whoever removes a whole root, such as a
+    test or a benchmark's scratch directory."""
+    for base in {runtime_base_path(), Path(f"/tmp/agentteams-{os.getuid()}")}:
+        if not base.is_dir():
+            continue
+        for runtime in base.iterdir():
+            try:
+                root = (runtime / ROOT_FILE).read_text().splitlines()[0]
+            except (OSError, IndexError):
+                continue
+            if Path(root).is_relative_to(under):
+                shutil.rmtree(runtime, ignore_errors=True)
+
+
+def runtime_base_path() -> Path:
+    """``$XDG_RUNTIME_DIR/agentteams`` or ``/tmp/agentteams-{uid}`` (not created)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(xdg) / "agentteams" if xdg else Path(f"/tmp/agentteams-{os.getuid()}")
-    return ensure_private_dir(base)
+    return Path(xdg) / "agentteams" if xdg else Path(f"/tmp/agentteams-{os.getuid()}")
 
 
 def ensure_private_dir(path: Path) -> Path:

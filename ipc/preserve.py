@@ -1,4 +1,4 @@
-"""Rewriting a JSON object without losing what we do not know (SPEC §2.2).
+"""Rewriting a JSON object without losing what we do not know (other writers keep their own state in fields of ours).
 
 Other writers keep their own state in these files (Claude Code 2.1.330's ``leadProcess``,
 claude-code-teams-mcp's ``opencodeSessionId``). A rewrite therefore starts from the object

@@ -1,4 +1,4 @@
-"""Every on-disk shape of SPEC §3 as a msgspec Struct: the single source of truth.
+"""Every on-disk shape of a team (Claude Code's layout) as a msgspec Struct: the single source of truth.
 
 Python attributes are snake_case; on disk the names are exactly Claude Code's (camelCase,
 except the permission bodies, which Claude Code writes in snake_case). Optional fields are
@@ -21,7 +21,7 @@ TaskStatus = Literal["pending", "in_progress", "completed"]
 IdleReason = Literal["available", "interrupted", "failed"]
 
 
-# ---------------------------------------------------------------- team config (§3.1)
+# ---------------------------------------------------------------- team config
 
 
 class Member(Struct, rename="camel", kw_only=True):
@@ -42,6 +42,11 @@ class Member(Struct, rename="camel", kw_only=True):
     subscriptions: list[str] = []
     backend_type: str | UnsetType = UNSET
     is_active: bool | UnsetType = UNSET
+    host: str | UnsetType = UNSET  # the host it runs on, in a team on the engine
+
+    @property
+    def host_name(self) -> str:
+        return self.host if isinstance(self.host, str) else ""
 
     @property
     def model_name(self) -> str:
@@ -91,7 +96,7 @@ class TeamConfig(Struct, rename="camel", kw_only=True):
         return isinstance(self.lead_process, LeadProcess)
 
 
-# ---------------------------------------------------------------- inbox (§3.2)
+# ---------------------------------------------------------------- inbox
 
 
 class InboxMessage(Struct, kw_only=True):
@@ -115,7 +120,7 @@ class InboxMessage(Struct, kw_only=True):
         return self.color if isinstance(self.color, str) else ""
 
 
-# ---------------------------------------------------------------- protocol bodies (§3.3)
+# ---------------------------------------------------------------- protocol bodies
 
 
 class _Body(Struct, tag_field="type", rename="camel", kw_only=True):
@@ -231,7 +236,7 @@ def body_text(body: ProtocolBody) -> str:
     return msgspec.json.encode(body).decode()
 
 
-# ---------------------------------------------------------------- task (§3.4)
+# ---------------------------------------------------------------- task
 
 
 class Task(Struct, rename="camel", kw_only=True):

@@ -238,16 +238,6 @@ def _decode_lines(data: bytes, kind: type[T]) -> list[T]:
     return found
 
 
-def quarantine(path: Path) -> Path:
-    """Move a corrupt file aside (``{name}.corrupt-{ms}``) so its bytes are kept for a person."""
-    from ipc.clock import now_ms
-
-    target = path.with_name(f"{path.name}.corrupt-{now_ms()}")
-    with os_errors(f"cannot move corrupt {path} aside"):
-        os.replace(path, target)
-    return target
-
-
 SETTLE_SECONDS = 0.05
 
 

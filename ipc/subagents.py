@@ -9,8 +9,8 @@ import msgspec
 from ipc.boundary import decode_errors
 from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError, NotFound
-from ipc.launch import SubagentResult, SubagentStatus
 from ipc.paths import TeamPaths
+from ipc.replies import SubagentResult, SubagentStatus
 from ipc.schemas import dump_json
 from ipc.storage import atomic_write, read_bytes
 

@@ -4,7 +4,8 @@ A :class:`TaskGraph` reads tasks lazily, by id, as an edit needs them, and remem
 it changed, so a mutation reads and writes only the tasks it touches: adding a dependency
 reads the two ends and the tasks on the way of the cycle check; completing or deleting a
 task reads its neighbours. Both sides of an edge always change together (if 4 is blocked
-by 1, then 1 blocks 4).
+by 1, then 1 blocks 4), except that a completed task keeps the record of what it blocked
+while its dependents stop waiting for it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ipc.errors import Conflict, NotFound
+from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.schemas import Task
 
 
@@ -59,8 +60,23 @@ class TaskGraph:
         if blocker not in b.blocked_by:
             self.put(msgspec.structs.replace(b, blocked_by=[*b.blocked_by, blocker]))
 
+    def unlink(self, *, blocker: str, blocked: str) -> None:
+        """``blocked`` no longer waits for ``blocker``; refused (InvalidInput) if it did not.
+        A blocker that no longer exists is dropped from ``blocked``'s side alone."""
+        b = self.get(blocked)
+        if b is None:
+            raise NotFound(f"task #{blocked} does not exist in team {self.team!r}")
+        if blocker not in b.blocked_by:
+            waits = ", ".join(f"#{x}" for x in b.blocked_by) or "nothing"
+            raise InvalidInput(f"task #{blocked} is not blocked by #{blocker}; it waits for {waits}")
+        self.put(msgspec.structs.replace(b, blocked_by=[x for x in b.blocked_by if x != blocker]))
+        a = self.get(blocker)
+        if a is not None and blocked in a.blocks:
+            self.put(msgspec.structs.replace(a, blocks=[x for x in a.blocks if x != blocked]))
+
     def reaches(self, *, start: str, goal: str) -> bool:
-        """True if ``goal`` is reachable from ``start`` by following ``blocks`` edges."""
+        """True if ``goal`` is reachable from ``start`` by following ``blocks`` edges (a
+        completed task blocks nothing any more, though it keeps the record)."""
         seen, stack = set(), [start]
         while stack:
             current = stack.pop()
@@ -70,13 +86,38 @@ class TaskGraph:
                 continue
             seen.add(current)
             node = self.get(current)
-            if node is not None:
+            if node is not None and node.status != "completed":
                 stack.extend(node.blocks)
         return False
 
+    def complete(self, task_id: str) -> list[Task]:
+        """``task_id`` completed: its dependents stop waiting for it. It keeps its own
+        ``blocks`` as the record of what it held up (as Claude Code does). Returns the
+        dependents as they are now."""
+        dependents = []
+        for other_id in self.nodes[task_id].blocks:
+            other = self.get(other_id)
+            if other is None:
+                continue
+            if task_id in other.blocked_by:
+                other = msgspec.structs.replace(
+                    other, blocked_by=[x for x in other.blocked_by if x != task_id]
+                )
+                self.put(other)
+            dependents.append(other)
+        return dependents
+
+    def reopen(self, task_id: str) -> None:
+        """A completed task set back to pending keeps only the edges still in force: work
+        that went ahead once it completed is not held up again."""
+        me = self.nodes[task_id]
+        kept = [d for d in me.blocks if (other := self.get(d)) is not None and task_id in other.blocked_by]
+        if kept != me.blocks:
+            self.put(msgspec.structs.replace(me, blocks=kept))
+
     def detach(self, task_id: str) -> list[Task]:
-        """Remove every edge of ``task_id`` from both sides (done when it completes or is
-        deleted); returns its former dependents as they are now."""
+        """Remove every edge of ``task_id`` from both sides (done when it is deleted);
+        returns its former dependents as they are now."""
         me = self.nodes[task_id]
         dependents = []
         for other_id in dict.fromkeys([*me.blocks, *me.blocked_by]):

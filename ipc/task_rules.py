@@ -35,7 +35,7 @@ class Change:
 
 
 def claim_prompt(task: Task) -> str:
-    """Claude Code's auto-claim prompt (seed 000 §8, ``PZY``)."""
+    """Claude Code's auto-claim prompt, word for word, so a transcript reads the same."""
     prompt = f"Complete all open tasks. Start with task #{task.id}:\n\n {task.subject}"
     if task.description:
         prompt += f"\n\n{task.description}"

@@ -10,10 +10,9 @@ A task that failed (``metadata.lastError``) is not claimed again automatically: 
 shown as failed, until someone sets it back to pending (which clears the error) or assigns
 it. Fields other writers keep in a task file survive every rewrite.
 
-(Long for a module here, on purpose: every method below is one step of the same lock
-protocol, and reads best beside the others. The rules that need no files are in
-:mod:`ipc.task_rules`, the dependency graph in :mod:`ipc.task_graph`, what hot paths look
-at in :mod:`ipc.task_window`.)
+Reading is in :mod:`ipc.task_reads`, the rules that need no files in :mod:`ipc.task_rules`,
+the dependency graph in :mod:`ipc.task_graph`, what hot paths look at in
+:mod:`ipc.task_window`.
 """
 
 from __future__ import annotations
@@ -23,32 +22,35 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from ipc import task_edit
 from ipc.clock import now_iso
-from ipc.errors import CorruptFile, InvalidInput, NotFound
+from ipc.errors import InvalidInput
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
-from ipc.schemas import LEAD_NAME, Task, TaskAssignment, body_text, dump_json
-from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
+from ipc.schemas import LEAD_NAME, Task, TaskAssignment, dump_json
+from ipc.storage import atomic_write, ensure_dir, read_bytes
+from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
+from ipc.task_reads import TaskReads
 from ipc.task_rules import (
-    STATUSES,
     Change,
     ClaimResult,
     check_text,
-    claimable,
 )
-from ipc.task_window import TaskWindow, task_ids
+
+if TYPE_CHECKING:
+    from ipc.messaging import Messenger
 
 _decoder = msgspec.json.Decoder(Task)
 
 
-class TaskList:
+class TaskList(TaskReads):
     """``on_ready`` is told the ids of tasks a change made claimable (created, unblocked,
     released), after the lock is let go: the hook through which the supervisor wakes an
     idle teammate for each. Without it nobody is woken; the fallback poll finds them."""
@@ -59,106 +61,43 @@ class TaskList:
         team: str,
         on_ready: Callable[[builtins.list[str]], None] | None = None,
     ) -> None:
-        self.paths = TeamPaths(root, team)
-        self.team = self.paths.team
-        self.dir = self.paths.tasks_dir
-        self.problems: builtins.list[str] = []
-        self._cache: dict[str, tuple[FileKey, Task]] = {}
+        self._bind(TeamPaths(root, team), on_ready, None)
+
+    @classmethod
+    def at(
+        cls,
+        paths: TeamPaths,
+        *,
+        on_ready: Callable[[builtins.list[str]], None] | None = None,
+        messenger: Messenger | None = None,
+    ) -> TaskList:
+        """The task list of the team of ``paths``. Assignments go out through ``messenger``
+        (which rings the new owner's doorbell when it has one)."""
+        tasks = cls.__new__(cls)
+        tasks._bind(paths, on_ready, messenger)
+        return tasks
+
+    def _bind(
+        self,
+        paths: TeamPaths,
+        on_ready: Callable[[builtins.list[str]], None] | None,
+        messenger: Messenger | None,
+    ) -> None:
+        self._bind_reads(paths)
         self.on_ready = on_ready
-        self.window = TaskWindow(self.dir, self._read_or_gone, self._highwatermark, self._forget)
+        self._messenger = messenger
+
+    @property
+    def messenger(self) -> Messenger:
+        if self._messenger is None:
+            from ipc.messaging import Messenger
+
+            self._messenger = Messenger.at(self.paths)
+        return self._messenger
 
     def _ready(self, ids: builtins.list[str]) -> None:
         if ids and self.on_ready is not None:
             self.on_ready(ids)
-
-    # ------------------------------------------------------------ reading
-
-    def _read(self, task_id: str) -> Task:
-        path = self.paths.task(task_id)
-        key = file_key(path)
-        if key is None:
-            raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
-        cached = self._cache.get(task_id)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        task = read_settled(path, _decoder.decode, "task")
-        if task is None:
-            raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
-        if task.id != task_id:
-            raise CorruptFile(path, f"holds task id {task.id!r}, expected {task_id!r}")
-        if not self.window.behind(task_id):  # completed history is not kept in memory
-            self._cache[task_id] = (key, task)
-        return task
-
-    def _read_or_gone(self, task_id: str) -> Task | None:
-        try:
-            return self._read(task_id)
-        except NotFound:
-            return None
-
-    def _forget(self, task_id: str) -> None:
-        self._cache.pop(task_id, None)
-
-    def get(self, task_id: str) -> Task:
-        return self._read(str(task_id))
-
-    def _ids(self) -> builtins.list[str]:
-        return [str(n) for n in task_ids(self.dir)]
-
-    def list(self, *, include_internal: bool = True) -> builtins.list[Task]:
-        """Every valid task by numeric id; invalid files are reported in ``problems`` (for the
-        caller to show), skipped, kept. ``include_internal=False`` hides Claude Code's
-        ``_internal`` teammate tasks, as its TaskList does."""
-        self.problems = []
-        found: builtins.list[Task] = []
-        for task_id in self._ids():
-            try:
-                task = self._read(task_id)
-            except NotFound:
-                continue  # deleted between listdir and read
-            except CorruptFile as exc:
-                self.problems.append(f"{exc.message}; skipped (the file is kept)")
-                continue
-            if include_internal or not task.internal:
-                found.append(task)
-        return found
-
-    def unfinished(self) -> builtins.list[Task]:
-        """Every task that is not completed, by id, at the cost of what is open (not of the
-        history): for views refreshed while a team runs (``ps``, ``watch``)."""
-        return [t for t in self.window.live() if t.status != "completed"]
-
-    def _get_or_none(self, task_id: str) -> Task | None:
-        try:
-            return self._read(task_id)
-        except (NotFound, CorruptFile):
-            return None
-
-    def _open_blockers(self, task: Task) -> builtins.list[str]:
-        """Blockers of ``task`` that exist and are not completed."""
-        return [
-            b
-            for b in task.blocked_by
-            if not self.window.behind(b)
-            and (t := self._get_or_none(b)) is not None
-            and t.status != "completed"
-        ]
-
-    def is_claimable(self, task: Task) -> bool:
-        return (
-            task.status == "pending"
-            and task.owner_name is None
-            and not task.failed
-            and not task.internal
-            and not self._open_blockers(task)
-        )
-
-    def find_claimable(self) -> Task | None:
-        """The lowest-id task that is pending, unowned, not failed and has no open blocker."""
-        return next(self._claimables(), None)
-
-    def _claimables(self) -> Iterator[Task]:
-        return claimable(self.window.live())
 
     # ------------------------------------------------------------ writing
 
@@ -203,6 +142,7 @@ class TaskList:
         """Create several tasks and their dependencies in one locked pass. ``blocked_by``
         entries name existing task ids, or ``@N`` for the N-th task of this batch."""
         specs = builtins.list(specs)
+        self._require_team()
         for subject, description, _, metadata, _ in specs:
             check_text(subject, description)
             if metadata is not None and not isinstance(metadata, dict):
@@ -252,6 +192,8 @@ class TaskList:
         owner: str | None = None,
         add_blocks: Iterable[str] | None = None,
         add_blocked_by: Iterable[str] | None = None,
+        remove_blocks: Iterable[str] | None = None,
+        remove_blocked_by: Iterable[str] | None = None,
         metadata: dict[str, Any] | None = None,
         by: str = LEAD_NAME,
     ) -> Task | None:
@@ -266,6 +208,8 @@ class TaskList:
             owner=owner,
             add_blocks=add_blocks,
             add_blocked_by=add_blocked_by,
+            remove_blocks=remove_blocks,
+            remove_blocked_by=remove_blocked_by,
             metadata=metadata,
             by=by,
         ).task
@@ -281,81 +225,49 @@ class TaskList:
         owner: str | None = None,
         add_blocks: Iterable[str] | None = None,
         add_blocked_by: Iterable[str] | None = None,
+        remove_blocks: Iterable[str] | None = None,
+        remove_blocked_by: Iterable[str] | None = None,
         metadata: dict[str, Any] | None = None,
         by: str = LEAD_NAME,
     ) -> Change:
-        """Update a task and say which tasks it made claimable.
-
-        ``owner=""`` clears the owner. Setting the owner to an agent other than ``by`` sends
-        that agent a ``task_assignment``. ``metadata: {key: None}`` deletes the key. Setting
-        ``pending`` clears a recorded failure (a retry). Blocks/blockedBy are kept symmetric;
-        a dependency on a missing task or one that would make a cycle is refused and nothing
-        changes.
-        """
+        """Update a task and say which tasks it made claimable; the rules are in
+        :mod:`ipc.task_edit`. Setting the owner to an agent other than ``by`` sends that agent
+        a ``task_assignment``."""
         task_id = str(task_id)
-        if status is not None and status not in STATUSES:
-            raise InvalidInput(f"task status {status!r} is not one of {', '.join(STATUSES)}")
-        if status == "deleted":
+        edit = TaskEdit.checked(
+            status=status,
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            owner=owner,
+            add_blocks=add_blocks,
+            add_blocked_by=add_blocked_by,
+            remove_blocks=remove_blocks,
+            remove_blocked_by=remove_blocked_by,
+            metadata=metadata,
+        )
+        if edit.status == "deleted":
             return Change(None, self.delete(task_id))  # delete tells on_ready itself
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
-        if subject is not None or description is not None:
-            check_text(subject if subject is not None else "x", description)
-        new_owner = None if owner is None else (normalise_agent_name(owner) if owner else "")
-        if new_owner:
-            self._require_member(new_owner)  # an assignment must reach a real inbox
+        if edit.owner:
+            self._require_member(edit.owner)  # an assignment must reach a real inbox
         with self._locked() as guard:
             graph = self._graph()
-            task = self._read(task_id)
-            graph.nodes[task_id] = task
-            previous_owner = task.owner_name
-            for blocked in add_blocks or []:
-                graph.link(blocker=task_id, blocked=str(blocked))
-            for blocker in add_blocked_by or []:
-                graph.link(blocker=str(blocker), blocked=task_id)
-            task = graph.nodes[task_id]
-            fields: dict[str, Any] = {}
-            if subject is not None:
-                fields["subject"] = subject
-            if description is not None:
-                fields["description"] = description
-            if active_form is not None:
-                fields["active_form"] = active_form
-            if new_owner is not None:
-                fields["owner"] = new_owner or UNSET
-            meta = dict(task.meta)
-            if metadata is not None:
-                meta.update(metadata)
-            if status == "pending" and "lastError" not in (metadata or {}):
-                meta.pop("lastError", None)  # a retry; unless this release records a failure
-            if status is not None:
-                fields["status"] = status
-            if metadata is not None or (status == "pending" and "lastError" in task.meta):
-                fields["metadata"] = {k: v for k, v in meta.items() if v is not None} or UNSET
-            graph.put(msgspec.structs.replace(task, **fields))
-            unblocked: builtins.list[str] = []
-            if status == "completed":
-                unblocked = [t.id for t in graph.detach(task_id) if self.is_claimable(t)]
-            elif status == "pending" and self.is_claimable(graph.nodes[task_id]):
-                unblocked = [task_id]  # released or retried: free to claim again
+            graph.nodes[task_id] = self._read(task_id)  # a damaged file is named, not "missing"
+            result, unblocked, previous_owner = task_edit.apply(graph, task_id, edit, self)
             for item in graph.changed.values():
                 self._write(guard, item)
-            result = graph.nodes[task_id]
-        if new_owner and new_owner != previous_owner and new_owner != by:
+        if edit.owner and edit.owner != previous_owner and edit.owner != by:
             self._send_assignment(result, assigned_by=by)
         self._ready(unblocked)
         return Change(result, unblocked)
 
     def _require_member(self, name: str) -> None:
-        from ipc.config import TeamConfigStore
-
-        store = TeamConfigStore(self.paths.root, self.team)
+        store = self.messenger.store
         if store.exists():
             store.require_member(name)
 
     def _send_assignment(self, task: Task, *, assigned_by: str) -> None:
-        from ipc.mailbox import Mailbox
-
+        """The new owner hears of it in its inbox, and is woken, as any message wakes."""
         body = TaskAssignment(
             task_id=task.id,
             subject=task.subject,
@@ -364,9 +276,7 @@ class TaskList:
             timestamp=now_iso(),
         )
         if task.owner_name is not None:
-            Mailbox(self.paths.root, self.team, task.owner_name).append(
-                sender=assigned_by, text=body_text(body)
-            )
+            self.messenger.deliver_body(assigned_by, task.owner_name, body)
 
     def delete(self, task_id: str) -> builtins.list[str]:
         """Remove the task and every reference to it; its id is never issued again.
@@ -376,6 +286,7 @@ class TaskList:
             graph = self._graph()
             graph.nodes[task_id] = self._read(task_id)
             dependents = graph.detach(task_id)
+            task_edit.forget_in_records(graph, task_id, self._ids())
             for other in graph.changed.values():
                 if other.id != task_id:
                     self._write(guard, other)
@@ -389,10 +300,6 @@ class TaskList:
             self._cache.pop(task_id, None)
         self._ready(unblocked)
         return unblocked
-
-    def _highwatermark(self) -> int:
-        mark = read_bytes(self.paths.highwatermark)
-        return int(mark) if mark and mark.strip().isdigit() else 0
 
     def claim(self, task_id: str, agent: str, *, check_agent_busy: bool = False) -> ClaimResult:
         """Make ``agent`` the owner and set ``in_progress``, atomically; or say why not."""
@@ -410,7 +317,7 @@ class TaskList:
             return ClaimResult(success=False, reason="already_claimed", task=task)
         if task.status == "completed":
             return ClaimResult(success=False, reason="already_resolved", task=task)
-        if self._open_blockers(task):
+        if self.open_blockers(task):
             return ClaimResult(success=False, reason="blocked", task=task)
         if check_agent_busy and any(
             t.owner_name == agent and t.status == "in_progress" and t.id != task_id

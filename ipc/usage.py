@@ -10,6 +10,7 @@ or dollars; an agent checks them before each request.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -190,8 +191,10 @@ def read_budget(paths: TeamPaths) -> Budget:
 def check_limit(tokens: int | None, usd: float | None) -> Limit:
     if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0):
         raise InvalidInput(f"a token budget must be a positive whole number, not {tokens!r}")
-    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, int | float) or usd <= 0):
-        raise InvalidInput(f"a dollar budget must be a positive number, not {usd!r}")
+    if usd is not None and (
+        isinstance(usd, bool) or not isinstance(usd, int | float) or not math.isfinite(usd) or usd <= 0
+    ):
+        raise InvalidInput(f"a dollar budget must be a positive number of dollars, not {usd!r}")
     return Limit(tokens=tokens, usd=None if usd is None else float(usd))
 
 

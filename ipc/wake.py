@@ -1,7 +1,7 @@
 """The doorbell: one hop from any sender straight to the recipient.
 
 Each agent that can be woken binds a ZeroMQ ``PULL`` socket at a path in the team's private
-runtime directory (:func:`endpoint`); a sender writes the recipient's inbox first, then
+runtime directory (:func:`socket_path`); a sender writes the recipient's inbox first, then
 sends an empty frame from a ``PUSH`` socket it keeps (:class:`Waker`). The frame carries
 nothing that matters: the inbox file is the truth, and every agent also re-reads its inbox
 on a slow fallback poll, so a lost wake costs latency, never a message.
@@ -16,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import zmq
 
@@ -35,8 +37,35 @@ def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
     return runtime_dir / f"{kind}-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"
 
 
-def endpoint(runtime_dir: Path, agent: str) -> str:
-    return f"ipc://{socket_path(runtime_dir, agent)}"
+class Doorbell(Protocol):
+    """What a sender rings after writing an inbox: a :class:`Waker`, or anything that
+    wakes an agent by name (False: it is not listening)."""
+
+    def wake(self, agent: str) -> bool: ...
+
+
+class LazyWaker:
+    """A :class:`Waker` made on the first ring, so a process that never sends pays nothing
+    for sockets. ``runtime_dir`` gives None while the team has no runtime directory: then
+    nobody can be listening, and nothing is created."""
+
+    def __init__(self, runtime_dir: Callable[[], Path | None]) -> None:
+        self._runtime_dir = runtime_dir
+        self.waker: Waker | None = None
+
+    def wake(self, agent: str) -> bool:
+        if self.waker is None:
+            runtime = self._runtime_dir()
+            if runtime is None:
+                return False
+            self.waker = Waker(runtime)
+        return self.waker.wake(agent)
+
+    def close(self) -> None:
+        """Close, letting rings still in flight go out."""
+        if self.waker is not None:
+            self.waker.close()
+            self.waker = None
 
 
 class WakeListener:

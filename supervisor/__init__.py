@@ -7,14 +7,14 @@ package (the fork server, above all, whose memory every teammate inherits) stay 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor.team import Team
+    from supervisor.client.team import Team
 
 __all__ = ["Team"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Team":
-        from supervisor.team import Team
+        from supervisor.client.team import Team
 
         return Team
     raise AttributeError(f"module 'supervisor' has no attribute {name!r}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 CACHE = Path(os.environ.get("AGENTTEAMS_CC_CACHE", str(Path.home() / ".cache" / "agentteams-cc")))
-SEEDS_VERSION = "2.1.38"  # the version the seeds describe; node's cli.js
+SEEDS_VERSION = "2.1.38"  # the version whose shapes our defaults follow; node's cli.js
 CURRENT_VERSION = "2.1.330"  # the current release; a native binary (~380 MB)
 PROPER_LOCKFILE = "4.1.2"
 INSTALL_TIMEOUT = 900

@@ -9,6 +9,7 @@ import psutil
 import pytest
 
 from ipc import TeamConfigStore
+from ipc.paths import remove_runtime_dirs
 
 
 @pytest.fixture(autouse=True)
@@ -20,14 +21,18 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     yield
     _kill_leftovers(tmp_path)
+    remove_runtime_dirs(tmp_path)  # those that fell back to /tmp/agentteams-{uid} (a long path)
 
 
 def _kill_leftovers(tmp_path: Path) -> None:
-    """A safety net for failing tests: supervisors, fork servers and teammates of this test's
-    roots (their command lines carry ``--root`` under tmp_path) must not outlive it."""
+    """A safety net for failing tests: supervisors, fork servers and agents of this test's
+    roots (their command lines carry ``--root`` under tmp_path, or their environment
+    ``AGENTTEAMS_ROOT``, as a lead agent's does) must not outlive it."""
     marker = f"--root {tmp_path}"
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        if marker in " ".join(proc.info.get("cmdline") or []) and proc.pid != os.getpid():
+    for proc in psutil.process_iter(["pid", "cmdline", "environ"]):
+        root = (proc.info.get("environ") or {}).get("AGENTTEAMS_ROOT", "")
+        ours = marker in " ".join(proc.info.get("cmdline") or []) or root.startswith(str(tmp_path))
+        if ours and proc.pid != os.getpid():
             for sig in (signal.SIGCONT, signal.SIGKILL):  # a stopped process ignores the rest
                 try:
                     os.kill(proc.pid, sig)

@@ -20,16 +20,22 @@ AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
 
 
 def cli(
-    root: Path, *args: str, ok: bool | None = True, stdin: str | None = None, timeout: float = 120
+    root: Path,
+    *args: str,
+    ok: bool | None = True,
+    stdin: str | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``agentteams ARGS --root ROOT``, run from ROOT. ``ok``: it must succeed; ``ok=False``: it
-    must fail with one line and no traceback; ``ok=None``: whatever it does."""
+    """``agentteams ARGS --root ROOT``, run from ``cwd`` (default ROOT). ``ok``: it must
+    succeed; ``ok=False``: it must fail with one line and no traceback; ``ok=None``: whatever
+    it does."""
     result = subprocess.run(
         [*AGENTTEAMS, *args, "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=str(root),
+        cwd=str(cwd or root),
         input=stdin,
     )
     if ok:

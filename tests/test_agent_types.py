@@ -14,8 +14,9 @@ from agentproc.tools import ToolBox, toolbox_for
 from agentproc.tools.bash import command_paths
 from ipc import agents, subagents
 from ipc.errors import InvalidInput
-from ipc.launch import LaunchSpec, SubagentResult
+from ipc.launch import LaunchSpec
 from ipc.paths import TeamPaths
+from ipc.replies import SubagentResult
 
 COORD = {"SendMessage", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
 

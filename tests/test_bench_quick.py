@@ -14,11 +14,11 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
         [sys.executable, "-m", "supervisor.cli", "bench", "all", "--quick", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((tmp_path / "quick-all.json").read_text())
-    for suite in ("latency", "exchange", "contention", "growth", "spawn", "idle", "caching"):
+    for suite in ("latency", "exchange", "contention", "growth", "spawn", "idle", "caching", "mcp", "hosts"):
         assert suite in data and data[suite]["targets"], suite
     rows = data["latency"]["rows"]
     zmq_rows = [r for r in rows if r["wake"] == "zmq"]
@@ -26,6 +26,9 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     assert zmq_rows and poll_rows and all(r["lost"] == 0 for r in zmq_rows + poll_rows)
     assert all(math.isfinite(r["p50"]) and r["p50"] > 0 for r in rows)
     assert all(r["exactly_once"] for r in data["contention"]["appends"] + data["contention"]["claims"])
+    hosts = data["hosts"]
+    assert all(r["lost"] == 0 and math.isfinite(r["p50"]) for r in hosts["rows"])
+    assert all(r["exactly_once"] for r in hosts["claims"])
     caching = data["caching"]
     assert 0 < caching["billed_input_cached"] < caching["billed_input_uncached"]
     assert all(r["cached_cache_read"] > 0 for r in caching["rows"][1:])
@@ -36,4 +39,7 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
         "contention.png",
         "growth.png",
         "caching.png",
+        "mcp_cdf.png",
     }
+    mcp = data["mcp"]["rows"]
+    assert all(r["lost"] == 0 and math.isfinite(r["p50"]) and r["p50"] > 0 for r in mcp)

@@ -76,6 +76,11 @@ def idle_notes(team: Team, name: str = "ada") -> list[IdleNotification]:
     return [b for b in bodies if isinstance(b, IdleNotification)]
 
 
+def reported(team: Team, task_id: str, name: str = "ada") -> bool:
+    """The teammate's turn that finished ``task_id`` has ended: its idle notification says so."""
+    return any(n.completed_task_id == task_id for n in idle_notes(team, name))
+
+
 def completed(team: Team, *ids: str) -> bool:
     return all(team.tasks.get(i).status == "completed" for i in ids)
 
@@ -110,6 +115,10 @@ def test_requests_carry_cache_breakpoints_and_usage_sums_survive_a_restart(
             # Each request after the first reads the prefix the one before it wrote.
             assert all(cache_read > 0 for cache_read in _reads(api)[1:])
 
+            # Killed once its turn has ended (the idle notification that reports the task),
+            # not between the task's completion and the model's last reply, which a restart
+            # would answer instead. (The prompt's turn sent an idle notification already.)
+            wait_for(lambda: reported(team, first.id))
             pid = team.status().teammates[0].pid or 0
             os.kill(pid, signal.SIGKILL)
             wait_for(
@@ -118,7 +127,7 @@ def test_requests_carry_cache_breakpoints_and_usage_sums_survive_a_restart(
             second = team.tasks.create("Second")
             team.wake("*")
             team.wait_until(lambda t: completed(t, second.id), timeout=30)
-            wait_for(lambda: len(idle_notes(team)) >= 2)
+            wait_for(lambda: reported(team, second.id))
 
             served = cache.totals
             usage = json.loads(cli(root, "usage", "t", "--json").stdout)
@@ -175,6 +184,10 @@ def test_a_long_conversation_is_compacted_and_stays_valid(
             assert {f"step-{task.id}-{k}" for k in range(1, 13)} <= steps  # the full history stays
 
             # A resumed teammate starts from the compacted state.
+            # Killed once its turn has ended (the idle notification that reports the task),
+            # not between the task's completion and the model's last reply, which a restart
+            # would answer instead. (The prompt's turn sent an idle notification already.)
+            wait_for(lambda: reported(team, task.id))
             pid = team.status().teammates[0].pid or 0
             os.kill(pid, signal.SIGKILL)
             wait_for(

@@ -1,5 +1,5 @@
 """The supervisor's lifecycle logic, without processes: a fake clock, a fake process seam and
-a fake team port drive :mod:`supervisor.children` and :mod:`supervisor.policy` through every
+a fake team port drive :mod:`supervisor.daemon.children` and :mod:`supervisor.daemon.policy` through every
 fault path in microseconds."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import msgspec
 import pytest
 
 from ipc.errors import AgentTeamsError, LockTimeout
-from ipc.launch import EXIT_GAVE_UP, LaunchSpec, SpawnReply, StopReply
+from ipc.launch import EXIT_GAVE_UP, LaunchSpec
+from ipc.replies import SpawnReply, StopReply
 from ipc.schemas import TeammateTerminated
-from supervisor.children import Children
-from supervisor.policy import RestartPolicy
-from supervisor.reactor import TimerQueue
-from supervisor.states import InvalidTransition, TeammateState, check_transition
+from supervisor.daemon.children import Children
+from supervisor.daemon.policy import RestartPolicy
+from supervisor.daemon.reactor import TimerQueue
+from supervisor.daemon.states import InvalidTransition, TeammateState, check_transition
 
 S = TeammateState
 
@@ -323,17 +324,34 @@ def test_a_lock_held_during_an_exit_is_retried_and_nothing_is_lost(
 
 def test_down_keeps_members_and_stops_everyone(world: tuple[Children, FakeProcesses, Port, Loop]) -> None:
     children, procs, port, loop = world
-    a, b = children.add(spec("alice")), children.add(spec("bob"))
+    a, b, c = children.add(spec("alice")), children.add(spec("bob")), children.add(spec("carol"))
+    children.on_hello("carol")
+    children.on_state("carol", "running", "7")  # in a turn: it cannot answer until it ends
     finished: list[bool] = []
     children.stop_all(grace=3, done=lambda: finished.append(True))
     assert port.requests == 2 and not finished
+    assert procs.signals == [(c.pid, signal.SIGTERM)]  # at once, not after the grace
+    children.on_exit(c.pid or 0, killed_by(15))
     children.on_exit(a.pid or 0, exited(0))
     loop.advance(3.1)  # bob never answered: SIGTERM, then SIGKILL
     assert (b.pid, signal.SIGTERM) in procs.signals
     children.on_exit(b.pid or 0, killed_by(9))
-    assert finished == [True] and port.gone == [] and set(port.parked) == {"alice", "bob"}
+    assert finished == [True] and port.gone == [] and set(port.parked) == {"alice", "bob", "carol"}
     with pytest.raises(AgentTeamsError, match="shutting down"):
-        children.add(spec("carol"))
+        children.add(spec("dave"))
+
+
+def test_a_teammate_that_takes_work_instead_of_the_shutdown_is_stopped_at_once(
+    world: tuple[Children, FakeProcesses, Port, Loop],
+) -> None:
+    children, procs, port, _ = world
+    a = children.add(spec("alice"))
+    children.on_hello("alice")
+    children.on_state("alice", "idle")
+    children.stop_all(grace=30, done=lambda: None)
+    assert port.requests == 1 and procs.signals == []
+    children.on_state("alice", "running", "4")  # it claimed a task before it saw the request
+    assert procs.signals == [(a.pid, signal.SIGTERM)]
 
 
 def test_a_subagent_dies_with_its_parent(world: tuple[Children, FakeProcesses, Port, Loop]) -> None:

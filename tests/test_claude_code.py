@@ -1,4 +1,4 @@
-"""agentteams and the real Claude Code 2.1.38 (the version the seeds describe), from the npm
+"""agentteams and the real Claude Code 2.1.38 (the version whose shapes our defaults follow), from the npm
 registry, driven headless against the local Messages API: it writes a team that we read,
 it takes what we write, and it runs as a teammate under our supervisor."""
 
@@ -18,13 +18,15 @@ import msgspec
 import pytest
 
 from ipc.config import TeamConfigStore
-from ipc.launch import TeammateOptions
+from ipc.courier import courier_path
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
+from ipc.options import TeammateOptions
+from ipc.paths import TeamPaths
 from ipc.schemas import InboxMessage, Task, TeamConfig
 from ipc.tasks import TaskList
 from supervisor import Team
-from supervisor.ps import MateTree
+from supervisor.client.ps import MateTree
 from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 from tests.runtime_helpers import cli, nothing_left_under, wait_for
@@ -290,7 +292,7 @@ def claude_env(
 
 
 def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_request(
-    claude_env: FakeAnthropic, tmp_path: Path
+    claude_env: FakeAnthropic, teammate_claude: ClaudeCode, tmp_path: Path
 ) -> None:
     root, work = tmp_path / "root", tmp_path / "work"
     team = Team.create("mix", root=root, cwd=str(work))
@@ -317,6 +319,12 @@ def test_a_claude_code_teammate_works_beside_an_offline_one_and_leaves_on_reques
         cc = wait_for(cc_with_claude)
         # Ours carries Claude Code's flags (Claude Code renames its own process to `claude`).
         assert cc.pid == reply.pid and cc.process is not None and "--agent-id cc@mix" in cc.process.cmdline
+        # 2.1.330 listens on a socket of its own and gets a courier; 2.1.38 has only its poll.
+        courier = courier_path(TeamPaths(root, "mix").runtime_dir(), "cc")
+        if teammate_claude.version == SEEDS_VERSION:
+            assert not courier.exists()
+        else:
+            wait_for(courier.exists, timeout=30)
         wait_for(lambda: team.tasks.get("1").status == "completed", timeout=90)
         assert (work / "out.txt").read_text() == "from-claude\n"
         wait_for(

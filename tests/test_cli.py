@@ -145,8 +145,9 @@ def test_a_whole_session_and_ps_parentage(demo: Path) -> None:
     try:
         spawned = jcli(demo, "spawn", "demo", "alice", "--prompt", "Work.")
         assert spawned["name"] == "alice" and spawned["color"] == "blue"
-        again = jcli(demo, "spawn", "demo", "alice", "--prompt", "Work.")
-        assert again["name"] == "alice-2" and again["renamed_from"] == "alice"  # said, not silent
+        assert "already a member" in cli(demo, "spawn", "demo", "alice", "--prompt", "Work.", ok=False).stderr
+        again = jcli(demo, "spawn", "demo", "alice", "--prompt", "Work.", "--rename")
+        assert again["name"] == "alice-2" and again["renamed_from"] == "alice"  # asked for, and said
         cli(demo, "task", "create", "demo", "busy", "--command", "sleep 30")
         tree = wait_for(
             lambda: (

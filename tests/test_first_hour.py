@@ -22,7 +22,12 @@ from tests.runtime_helpers import AGENTTEAMS, alive, cli, running_team, team_pid
 
 
 def scenario(root: Path, name: str, tasks: list[dict[str, Any]], teammates: int = 2, extra: str = "") -> Path:
-    lines = [extra, f'[team]\nname = "{name}"\n', f'[[teammates]]\nname = "w"\ncount = {teammates}\n']
+    # cwd ".": the commands run in the test's directory (beside the scenario), where they write.
+    lines = [
+        extra,
+        f'[team]\nname = "{name}"\ncwd = "."\n',
+        f'[[teammates]]\nname = "w"\ncount = {teammates}\n',
+    ]
     for task in tasks:
         lines.append("[[tasks]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in task.items()))
     path = root / f"{name}.toml"
@@ -65,9 +70,10 @@ def test_a_failing_task_ends_run_at_once_and_shows_as_failed(root: Path) -> None
         ],
     )
     started = time.monotonic()
-    err = cli(root, "run", str(path), ok=False).stderr
+    out = cli(root, "run", str(path), ok=False)
     assert time.monotonic() - started < 30
-    assert "task #1 (Fail) failed: Exit code 3" in err and "--status pending" in err
+    assert out.returncode == 3  # tasks failed, as lead says it
+    assert "task #1 (Fail) failed: Exit code 3" in out.stderr and "--status pending" in out.stderr
     listed = cli(root, "task", "list", "failing").stdout
     assert "#1\tfailed" in listed
 
@@ -81,8 +87,10 @@ def test_turns_that_keep_failing_give_their_tasks_back_and_the_teammate_gives_up
         monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
         monkeypatch.setenv("AGENTTEAMS_MAX_FAILED_TURNS", "2")
         with running_team(root, restart="on-failure") as team:
-            team.spawn("ada", prompt="", model="anthropic:claude-test")
+            # The tasks are there before ada is: she takes them lowest first, with no wake's
+            # hint (sent as each is created) to point her at a later one.
             tasks = [team.tasks.create(f"do it {i}") for i in range(3)]
+            team.spawn("ada", prompt="", model="anthropic:claude-test")
             wait_for(
                 lambda: team.status().teammates and team.status().teammates[0].state == "failed", timeout=30
             )
@@ -239,7 +247,9 @@ def test_down_is_stopping_not_removing_and_a_run_continues(root: Path) -> None:
     up = json.loads(cli(root, "up", "again", "--json").stdout)
     assert up["resumed"] == [m["name"] for m in members]
     cli(root, "down", "again")
-    assert "1/1 tasks completed" in cli(root, "run", str(path)).stdout  # continued: nothing to redo
+    assert (
+        "already ran to completion" in cli(root, "run", str(path), ok=False).stderr
+    )  # not passed off as new
     fresh = json.loads(cli(root, "run", str(path), "--fresh", "--json").stdout)
     assert fresh["tasks_total"] == 1 and fresh["tasks_completed"] == 1
     assert json.loads(cli(root, "task", "list", "again", "--json").stdout)[0]["id"] == "1"  # started over

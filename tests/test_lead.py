@@ -1,4 +1,4 @@
-"""The lead agent (SPEC §11) driven by the real `anthropic` SDK against a local Messages API
+"""The lead agent driven by the real `anthropic` SDK against a local Messages API
 server with scripted turns, and the offline lead end to end: real supervisors, teammates,
 subagents and files."""
 
@@ -19,9 +19,9 @@ from ipc.config import TeamConfigStore
 from ipc.schemas import PlanApprovalResponse, parse_body
 from ipc.tasks import TaskList
 from supervisor import Team
-from supervisor.lead_runner import LeadProcess
+from supervisor.client.lead_runner import LeadRun
 from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, last_user_text, text, tool_uses
-from tests.runtime_helpers import alive, nothing_left_under, running_team, wait_for
+from tests.runtime_helpers import alive, cli, nothing_left_under, running_team, wait_for
 
 LEAD_MODEL = "anthropic:claude-test"
 
@@ -136,16 +136,58 @@ def test_a_lead_model_runs_a_three_task_dag_with_two_teammates_to_the_end(
 
     with serve(script, monkeypatch) as api:
         team = Team.create("t", root=root, cwd=str(root))
-        result = team.lead("GOAL: a, then b, then c.", model=LEAD_MODEL, timeout=60)
+        result = team.lead("GOAL: a, then b, then c.", model=LEAD_MODEL, timeout=60, keep=False)
     assert result.stopped_by == "done", result
     assert result.answer == "All three tasks are done."
     assert order.read_text().split() == ["a", "b", "c"]  # in dependency order
     assert sorted(result.teammates) == ["alice", "bob"]
     assert [t["status"] for t in result.tasks] == ["completed"] * 3
-    assert not team.store.exists()  # the lead deleted its team
+    assert not team.store.exists() and not result.kept  # handed the team, the lead deleted it
     turns = [turn_text(r) for r in api.requests]
     assert any('<teammate-message teammate_id="alice"' in t and "Completed task #" in t for t in turns)
     assert any("[shutdown approved] bob" in t or "[teammate terminated] bob" in t for t in turns)
+    nothing_left_under(root)
+
+
+def test_a_lead_model_cannot_delete_a_team_it_was_not_handed(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused: list[str] = []
+    state: dict[str, Any] = {}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        done = results(request)
+        if "GOAL" in turn_text(request):
+            return tool_uses(
+                ("c1", "TaskCreate", {"subject": "a", "description": "a", "metadata": {"command": "true"}}),
+                ("s1", "Agent", worker("alice")),
+            )
+        if "delete" in done:
+            refused.append(done["delete"][0])
+            return text("The team stays.")
+        return wrap_up(root, "t", state)
+
+    with serve(script, monkeypatch):
+        team = Team.create("t", root=root, cwd=str(root))
+        result = team.lead("GOAL: a.", model=LEAD_MODEL, timeout=60)
+    assert result.stopped_by == "done" and result.kept, result
+    assert refused and "is not this lead's to delete" in refused[0]
+    assert team.store.exists() and [t.status for t in team.tasks.list()] == ["completed"]
+    nothing_left_under(root)
+
+
+def test_a_lead_stopped_by_the_budget_says_so_with_its_own_exit_code(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def script(request: dict[str, Any], n: int) -> Reply:
+        return tool_uses((f"c{n}", "TaskCreate", {"subject": f"task {n}", "description": "x"}))
+
+    with serve(script, monkeypatch):
+        cli(root, "team", "create", "t")
+        cli(root, "budget", "t", "--budget-tokens", "1")  # the first request spends it
+        out = cli(root, "lead", "t", "--model", LEAD_MODEL, "--prompt", "GOAL", "--json", ok=None)
+    assert out.returncode == 5, out.stderr
+    assert json.loads(out.stdout)["stopped_by"] == "budget"
     nothing_left_under(root)
 
 
@@ -298,7 +340,7 @@ def test_kill_9_of_a_parent_leaves_no_subagent_running(root: Path, monkeypatch: 
 
     with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(root))
-        lead = LeadProcess(
+        lead = LeadRun(
             team, "GOAL: start a slow helper.", model=LEAD_MODEL, timeout=60, interactive=False, verbose=False
         )
         try:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from ipc.paths import TeamPaths
 from supervisor import Team
-from supervisor.lead_runner import LeadProcess
-from tests.runtime_helpers import nothing_left_under, wait_for
+from supervisor.client.lead_runner import LeadRun
+from tests.runtime_helpers import AGENTTEAMS, nothing_left_under, wait_for
 
 GOAL = """Count some numbers, in order.
 Teammates: 2
@@ -43,8 +45,119 @@ def test_the_offline_lead_runs_a_goal_to_the_end_from_the_command_line(root: Pat
     order = (root / "order.txt").read_text().split()
     assert order[0] == "make" and order[-1] == "report" and sorted(order[1:3]) == ["count", "sum"]
     assert sorted(result["teammates"]) == ["worker-1", "worker-2"]
-    assert not (root / "state" / "teams" / "numbers").exists()  # deleted by the lead
+    assert not (root / "state" / "teams" / "numbers").exists()  # it made the team, and removed it
+    assert result["kept"] is False
+    assert not TeamPaths(root / "state", "numbers").runtime_path().exists()  # its sockets and logs too
     nothing_left_under(root / "state")
+
+
+def test_a_lead_on_an_existing_team_works_within_it_and_leaves_it(root: Path) -> None:
+    state = root / "state"
+    for args in (
+        ("team", "create", "precious"),
+        ("up", "precious"),
+        ("spawn", "precious", "bob", "--prompt", "Work through the task list."),
+        ("task", "create", "precious", "Important pending work"),
+        ("send", "precious", "team-lead", "note to self: keep this", "--summary", "note", "--from", "bob"),
+    ):
+        assert agentteams(root, *args).returncode == 0
+    try:
+        done = agentteams(root, "lead", "precious", "--prompt", "1. One extra step: `echo extra`", "--json")
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert result["stopped_by"] == "done" and result["kept"] is True
+        team = Team.open("precious", root=state)  # still there, with everything in it
+        assert [m.name for m in team.config().teammates()] == ["bob"]
+        assert team.status().teammate("bob") is not None  # and bob still at work
+        assert [t.subject for t in team.tasks.list()] == ["Important pending work", "One extra step"]
+        assert any(m.text == "note to self: keep this" for m in team.inbox("team-lead").history())
+        assert (state / "teams" / "precious" / "transcripts").is_dir()
+    finally:
+        agentteams(root, "down", "precious")
+    nothing_left_under(state)
+
+
+def test_a_failed_goal_exits_3_keeps_the_team_and_can_be_retried(root: Path) -> None:
+    goal = "Teammates: 1\n1. Make: `echo made > made.txt`\n2. Break [after 1]: `exit 1`\n3. Last [after 2]: `true`"
+    failed = agentteams(root, "lead", "t", "--prompt", goal, "--json")
+    assert failed.returncode == 3, failed.stderr
+    result = json.loads(failed.stdout)
+    assert result["stopped_by"] == "failed" and result["kept"] is True
+    assert "task #2 (Break) failed: Exit code 1" in result["error"]
+    assert result["answer"].startswith("Stopped: 1 of 3 tasks completed.")
+    assert [t["status"] for t in result["tasks"]] == ["completed", "failed", "pending"]
+    assert failed.stderr.count("\n") == 1 and "the team is kept: 'agentteams task list t'" in failed.stderr
+    listed = agentteams(root, "task", "list", "t").stdout
+    assert "#2\tfailed" in listed  # the team is there, with the failure to look at
+    # The README's way out: fix the command, set it pending, and hand the team to a lead again.
+    fixed = agentteams(root, "task", "update", "t", "2", "--command", "true", "--status", "pending")
+    assert fixed.returncode == 0, fixed.stderr
+    again = agentteams(root, "lead", "t", "--prompt", "Teammates: 1", "--json")
+    assert again.returncode == 0, again.stderr
+    assert [t["status"] for t in json.loads(again.stdout)["tasks"]] == ["completed"] * 3
+    assert (root / "state" / "teams" / "t").exists()  # this lead did not make it: it stays
+    nothing_left_under(root / "state")
+
+
+def test_keep_keeps_the_team_a_lead_made(root: Path) -> None:
+    done = agentteams(root, "lead", "k", "--prompt", "1. One: `true`", "--keep", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kept"] is True
+    team = Team.open("k", root=root / "state")
+    assert [t.status for t in team.tasks.list()] == ["completed"] and team.config().teammates() == []
+    nothing_left_under(root / "state")
+
+
+def test_ctrl_c_ends_the_lead_with_130_and_leaves_nothing_running(root: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            *AGENTTEAMS,
+            "--root",
+            str(root / "state"),
+            "lead",
+            "c",
+            "--prompt",
+            "1. Wait: `sleep 60`",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    team = Team("c", root / "state")
+    wait_for(lambda: team.is_up() and any(m.children for m in team.ps().teammates), timeout=30)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["stopped_by"] == "interrupted"
+    assert err.strip().splitlines()[-1] == (
+        "agentteams: the lead stopped (interrupted): interrupted; the team is kept: 'agentteams task list c'"
+    )
+    assert team.store.exists()  # its task did not complete: kept
+    nothing_left_under(root / "state")
+
+
+def test_the_example_goal_runs_where_it_is_told(root: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "goal.md"
+    work = root / "words"
+    done = agentteams(root, "lead", "words", "--prompt", f"@{example}", "--cwd", str(work))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Done: 5 of 5 tasks completed.") and "12000" in done.stdout
+    assert (work / "total.txt").read_text() == "12000\n"
+    assert sorted(p.name for p in root.iterdir()) == ["state", "words"]  # nothing else written
+    existing = agentteams(root, "team", "create", "other")
+    assert existing.returncode == 0
+    refused = agentteams(root, "lead", "other", "--prompt", "1. x: `true`", "--cwd", str(work))
+    assert refused.returncode == 1 and "--cwd applies to a team the lead makes" in refused.stderr
+    nothing_left_under(root / "state")
+
+
+def test_lead_help_shows_the_goal_format() -> None:
+    shown = subprocess.run([*AGENTTEAMS, "lead", "--help"], capture_output=True, text=True).stdout
+    assert "Teammates: 2" in shown and "2. Count it [after 1]: `wc -c raw.txt`" in shown
+    assert "Plan file: plan.md" in shown and "examples/goal.md" in shown
+    assert "exit" in shown and "130" in shown
 
 
 def test_bad_lead_input_is_one_line_and_changes_nothing(root: Path) -> None:
@@ -59,27 +172,27 @@ def test_bad_lead_input_is_one_line_and_changes_nothing(root: Path) -> None:
     assert not (root / "state" / "teams").exists()
 
 
-def test_a_goal_the_offline_lead_cannot_plan_is_answered_not_crashed_on(root: Path) -> None:
+def test_a_goal_the_offline_lead_cannot_plan_is_answered_and_fails_and_leaves_no_team(root: Path) -> None:
     out = agentteams(root, "lead", "t", "--prompt", "1. First [after 2]: `true`\n2. Second: `true`")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr
     assert "step 1 waits for step 2, which is not an earlier step" in out.stdout
+    assert "the lead stopped (error)" in out.stderr
     out = agentteams(root, "lead", "t", "--prompt", "Just do something clever.")
-    assert out.returncode == 0 and "I need steps to hand out" in out.stdout
+    assert out.returncode == 1 and "I need steps to hand out" in out.stdout
+    assert not (root / "state" / "teams" / "t").exists()  # the empty team it made is gone
     nothing_left_under(root / "state")
 
 
 def test_a_lead_that_runs_out_of_time_says_so_and_stops_everything(root: Path) -> None:
     out = agentteams(root, "lead", "t", "--prompt", "1. Wait: `sleep 30`", "--timeout", "2")
-    assert out.returncode == 1
+    assert out.returncode == 4
     assert "the lead stopped (timeout): stopped after 2s with the team's work unfinished" in out.stderr
     nothing_left_under(root / "state")
 
 
 def test_one_lead_at_a_time(root: Path) -> None:
     team = Team.create("t", root=root / "state", cwd=str(root))
-    lead = LeadProcess(
-        team, "1. Wait: `sleep 30`", model="offline", timeout=30, interactive=False, verbose=False
-    )
+    lead = LeadRun(team, "1. Wait: `sleep 30`", model="offline", timeout=30, interactive=False, verbose=False)
     try:
         wait_for(lambda: team.status().lead_pid == lead.pid)
         out = agentteams(root, "lead", "t", "--prompt", "1. Other: `true`")

@@ -1,5 +1,5 @@
 """Mixed writers on one inbox: agentteams beside each program that writes the same files, each
-in its own processes with its own lock protocol (SPEC §2.1), in a Claude Code root:
+in its own processes with its own lock protocol, in a Claude Code root:
 
 - claude-code-teams-mcp: a filelock on ``inboxes/.lock``, read, append, rewrite in place
   (and only the fields it knows);

@@ -16,7 +16,7 @@ from ipc.mailbox import Mailbox
 from ipc.messaging import send_body
 from ipc.schemas import IdleNotification, ShutdownRequest, parse_body
 from supervisor import Team
-from supervisor.ps import TeamTree
+from supervisor.client.ps import TeamTree
 from tests.runtime_helpers import alive, running_team, team_pids, wait_for, wait_for_gone
 
 
@@ -256,7 +256,7 @@ def test_unknown_teammate_errors_name_the_teammates(root: Path) -> None:
 
 
 def test_ps_keeps_cpu_readings_only_for_processes_it_still_shows(root: Path) -> None:
-    from supervisor import ps
+    from supervisor.client import ps
 
     with running_team(root) as team:
         team.spawn("alice", prompt="p")

@@ -1,4 +1,4 @@
-"""Compatibility: Claude Code's own JSON (seed 004 appendix C) round-trips through our Structs."""
+"""Compatibility: Claude Code's own JSON (the shapes its files have on disk) round-trips through our Structs."""
 
 from __future__ import annotations
 

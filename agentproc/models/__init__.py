@@ -7,7 +7,7 @@ import importlib
 from agentproc.models.base import Model, ModelContext, Turn, TurnOutcome, wrap_message
 from agentproc.models.offline import OfflineModel
 from ipc.errors import InvalidInput
-from ipc.launch import MODEL_FORMS, check_model, resolve_model, uses_api
+from ipc.model_specs import MODEL_FORMS, check_model, resolve_model, uses_api
 
 
 def load_model(spec: str, context: ModelContext) -> Model:

@@ -36,7 +36,6 @@ class AnthropicModel:
         self.system = system_prompt(spec, context.definition)
         self.transcript = context.transcript
         self.cache = caching.enabled()
-        self.compactions = 0
         # A restarted teammate continues its conversation (from its last compaction); the
         # loop records the new user turn.
         self.messages: list[dict[str, Any]] = self.transcript.messages()
@@ -102,5 +101,4 @@ class AnthropicModel:
         replaced = compaction.tail_start(self.messages)
         self.messages = compaction.compacted(self.messages, summary)
         self.transcript.compaction(summary, self.messages, replaced)
-        self.compactions += 1
         log.info("compacted %d messages into a summary of %d characters", replaced, len(summary))

@@ -50,5 +50,6 @@ class Model(Protocol):
 
 
 def wrap_message(sender: str, text: str, color: str = "", summary: str = "") -> str:
-    """Claude Code's wrapping of a teammate message for the model (seed 001 §3.4)."""
+    """A teammate message as Claude Code wraps it for the model, so prompts written for
+    Claude Code read the same here."""
     return f'<teammate-message teammate_id="{sender}" color="{color}" summary="{summary}">\n{text}\n</teammate-message>'

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentproc.conversation import add
+from agentproc.conversation import add, has_tool_use
 
 DEFAULT_WINDOW = 200_000  # every current Claude model's standard context window
 
@@ -35,7 +35,7 @@ def tail_start(messages: list[dict[str, Any]]) -> int:
     if (
         last >= 1
         and messages[last - 1]["role"] == "assistant"
-        and _has_tool_use(messages[last - 1]["content"])
+        and has_tool_use(messages[last - 1]["content"])
     ):
         return last - 1
     return last
@@ -57,9 +57,3 @@ def compacted(messages: list[dict[str, Any]], summary: str) -> list[dict[str, An
     for message in messages[start:]:
         add(kept, message)
     return kept
-
-
-def _has_tool_use(content: Any) -> bool:
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
-    )

@@ -10,8 +10,11 @@ Given a goal that lists numbered steps (in the prompt, or in a file the prompt n
 it creates one task per step with its blockers (as the task is created, so no teammate can
 claim a step early), spawns the teammates, approves concrete plans and every permission
 request, follows the reports, and when every task is completed (or none can go on) asks
-each teammate to shut down, deletes the team once they have gone, and answers with a
-summary. It works only through its tools, as a language model would.
+the teammates it spawned to shut down, tries to delete the team once they have gone (which
+only a team made for this lead, with every task completed, allows), and answers with a
+summary. A goal with no steps on a team that has open tasks (a retry) takes those up. A
+goal it cannot plan is a failed turn. It works only through its tools, as a language model
+would.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class OfflineLead:
         self.task_ids: dict[int, str] = {}  # step number -> task id
         self.reports: dict[str, str] = {}  # task id -> the teammate's last report line
         self.asked: set[str] = set()  # teammates sent a shutdown request
+        self.spawned: list[str] = []  # teammates it started: the only ones it sends away
         self.done = False
 
     # ------------------------------------------------------------ turns
@@ -97,11 +101,11 @@ class OfflineLead:
         try:
             steps, teammates = parse_steps(self._plan_text(text, tools))
         except PlanError as exc:
-            return TurnOutcome(final_text=f"I cannot plan this: {exc}. {HOW}")
+            return _cannot(f"I cannot plan this: {exc}. {HOW}")
         if not steps:
             if self.task_ids:
                 return TurnOutcome(final_text=self._summary(tools, "Progress so far"))
-            return TurnOutcome(final_text=f"I need steps to hand out. {HOW}")
+            return self._take_up_open_tasks(tools, teammates)
         tools.call("TeamCreate", {"team_name": tools.ctx.team})
         for step in steps:
             args: dict[str, Any] = {
@@ -113,11 +117,20 @@ class OfflineLead:
                 args["metadata"] = {"command": step.command}
             created = tools.call("TaskCreate", args)
             if created.is_error:
-                return TurnOutcome(
-                    final_text=f"I could not create the task for step {step.number}: {created.content}"
-                )
+                return _cannot(f"I could not create the task for step {step.number}: {created.content}")
             self.task_ids[step.number] = str(json.loads(created.content)["task"]["id"])
         self._spawn(tools, teammates or min(DEFAULT_TEAMMATES, len(steps)))
+        return TurnOutcome()
+
+    def _take_up_open_tasks(self, tools: ToolBox, teammates: int | None) -> TurnOutcome:
+        """No steps: carry on with the team's open tasks (a failed one set back to pending,
+        say), or ask for steps if there are none."""
+        listing = json.loads(tools.call("TaskList", {}).content)["tasks"]
+        open_ids = [str(t["id"]) for t in listing if t["status"] != "completed"]
+        if not open_ids:
+            return _cannot(f"I need steps to hand out. {HOW}")
+        self.task_ids = {n: task_id for n, task_id in enumerate(open_ids, 1)}
+        self._spawn(tools, teammates or min(DEFAULT_TEAMMATES, len(open_ids)))
         return TurnOutcome()
 
     def _plan_text(self, text: str, tools: ToolBox) -> str:
@@ -136,7 +149,7 @@ class OfflineLead:
             name = f"worker-{i}"
             if name in present:
                 continue
-            tools.call(
+            spawned = tools.call(
                 "Agent",
                 {
                     "description": f"teammate {name}",
@@ -148,6 +161,8 @@ class OfflineLead:
                     ),
                 },
             )
+            if not spawned.is_error:
+                self.spawned.append(str(json.loads(spawned.content)["name"]))
 
     def _answer(self, message: InboxMessage, tools: ToolBox) -> None:
         body = parse_body(message.text)
@@ -185,7 +200,8 @@ class OfflineLead:
         unfinished = [t for t in mine if t["status"] in ("pending", "in_progress")]
         if unfinished and _can_go_on(mine):
             return TurnOutcome()  # work is under way: wait for the next report
-        teammates = [m.name for m in ctx.messenger.store.read().teammates()]
+        present = {m.name for m in ctx.messenger.store.read().teammates()}
+        teammates = [name for name in self.spawned if name in present]  # others are not its to send away
         for name in teammates:
             if name not in self.asked:
                 self.asked.add(name)
@@ -200,10 +216,10 @@ class OfflineLead:
         if teammates:
             return TurnOutcome()  # they leave one by one; each departure is a turn
         summary = self._summary(tools, "Done" if not unfinished else "Stopped")
+        self.done = True
         deleted = tools.call("TeamDelete", {})
         if deleted.is_error:
-            return TurnOutcome(final_text=f"{summary}\nThe team could not be deleted: {deleted.content}")
-        self.done = True
+            return TurnOutcome(final_text=f"{summary}\nThe team stays: {deleted.content}")
         return TurnOutcome(final_text=summary)
 
     def _my_tasks(self, tools: ToolBox) -> list[dict[str, Any]]:
@@ -224,6 +240,11 @@ class OfflineLead:
                 line += f" - {report}"
             lines.append(line)
         return "\n".join(lines)
+
+
+def _cannot(answer: str) -> TurnOutcome:
+    """An answer that is also a failed turn: the goal could not be taken on."""
+    return TurnOutcome(final_text=answer, failure_reason=answer.split(". ")[0])
 
 
 def _can_go_on(tasks: list[dict[str, Any]]) -> bool:

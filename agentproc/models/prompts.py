@@ -1,5 +1,5 @@
-"""The system prompts a language model gets, one per role (seed 004 §9): what it is, who it
-talks to and how, and how its work ends."""
+"""The system prompts a language model gets, one per role, after Claude Code's: what it is,
+who it talks to and how, and how its work ends."""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentproc.context import AgentContext
 from agentproc.tools.agent import AGENT, TASK_OUTPUT, TASK_STOP
 from agentproc.tools.base import Decision, PermissionPolicy, Tool, ToolBox, ToolFailure, ToolResult
@@ -11,7 +13,7 @@ from agentproc.tools.plan import EXIT_PLAN_MODE
 from agentproc.tools.team import SEND_MESSAGE, TASK_CREATE, TASK_GET, TASK_LIST, TASK_UPDATE
 from ipc.agents import AgentDefinition, allowed_tools
 
-ALL_TOOLS: list[Tool] = [
+ALL_TOOLS: list[Tool[Any]] = [
     SEND_MESSAGE,
     TASK_CREATE,
     TASK_GET,
@@ -31,7 +33,10 @@ ALL_TOOLS: list[Tool] = [
 
 
 def toolbox_for(
-    ctx: AgentContext, definition: AgentDefinition, policy: PermissionPolicy, extra: list[Tool] | None = None
+    ctx: AgentContext,
+    definition: AgentDefinition,
+    policy: PermissionPolicy,
+    extra: list[Tool[Any]] | None = None,
 ) -> ToolBox:
     """The tools ``definition`` allows, plus ``extra`` (the lead's own), checked by ``policy``."""
     names = set(allowed_tools(definition))

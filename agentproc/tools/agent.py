@@ -8,55 +8,46 @@ starts a subagent: synchronously (its final text is the tool result) or with
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentproc import subagents
 from agentproc.context import AgentContext
-from agentproc.tools.base import Tool, ToolFailure, as_json, require
+from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
-from ipc.launch import SpawnReply, SubagentOptions, TeammateOptions
+from ipc.options import SubagentOptions, TeammateOptions
+from ipc.replies import SpawnReply
 from ipc.subagents import read as read_result
-
-# The Task/Agent tool's ``mode`` as Claude Code maps it (seed 004 §9.4).
-MODES = ("acceptEdits", "bypassPermissions", "default", "delegate", "dontAsk", "plan")
+from ipc.tool_inputs import AgentInput, AgentMode, TaskOutputInput, TaskStopInput
 
 
-def _permission(mode: str | None) -> tuple[str, bool]:
-    """(permission mode, plan mode required) for the tool's ``mode``."""
-    if not mode:
+def _permission(mode: AgentMode | None) -> tuple[str, bool]:
+    """(permission mode, plan mode required) for the tool's ``mode``, as Claude Code maps
+    it: ``plan`` requires a plan, ``delegate`` works as ``acceptEdits``."""
+    if mode is None:
         return "", False
-    if mode not in MODES:
-        raise ToolFailure(f"'mode' is one of {', '.join(MODES)}")
     if mode == "plan":
         return "", True
     return ("acceptEdits" if mode == "delegate" else mode), False
 
 
-def _agent(ctx: AgentContext, args: dict[str, Any]) -> str:
-    prompt = require(args, "prompt")
-    description = str(args.get("description") or "")
-    agent_type = str(args.get("subagent_type") or "general-purpose")
-    model = args.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ToolFailure("'model' is sonnet, opus, haiku or a model id")
-    permission_mode, plan_required = _permission(args.get("mode"))
+def _agent(ctx: AgentContext, args: AgentInput) -> str:
+    prompt, description, model, name = args.prompt, args.description, args.model, args.name
+    agent_type = args.subagent_type or "general-purpose"
+    permission_mode, plan_required = _permission(args.mode)
     if ctx.spec.role == "subagent":
         raise ToolFailure("a subagent cannot start teammates or subagents (the roster is flat)")
-    name = args.get("name")
     if name:
         if ctx.spec.role != "lead":
             raise ToolFailure(
                 "only the team lead spawns teammates; start a subagent instead (leave out 'name')"
             )
-        team_name = args.get("team_name")
+        team_name = args.team_name
         if team_name and team_name != ctx.team:
             raise ToolFailure(f"this lead leads team {ctx.team!r}; it cannot spawn into {team_name!r}")
-        if ctx.messenger.store.config_member(str(name)) is not None:
+        if ctx.messenger.store.config_member(name) is not None:
             raise ToolFailure(
                 f"the team already has a teammate named {name!r}: message it with SendMessage, or give another name"
             )
         options = TeammateOptions(
-            name=str(name),
+            name=name,
             prompt=prompt,
             model=model or ctx.spec.model,  # the lead's model, unless told
             agent_type=agent_type,
@@ -77,7 +68,7 @@ def _agent(ctx: AgentContext, args: dict[str, Any]) -> str:
                 "message": f"{reply.name} has joined the team and is working on its prompt.",
             }
         )
-    background = args.get("run_in_background") is True
+    background = args.run_in_background
     if ctx.plan_mode or ctx.permission_mode == "plan":
         permission_mode = "plan"  # a helper of a planning agent plans too: read-only
     started = subagents.start(
@@ -112,43 +103,11 @@ def _agent(ctx: AgentContext, args: dict[str, Any]) -> str:
     return result.result or "(the subagent finished without a final answer)"
 
 
-AGENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
-        "prompt": {"type": "string", "description": "The task for the agent to perform"},
-        "subagent_type": {
-            "type": "string",
-            "description": "The agent type: general-purpose, Explore, Plan, Bash or a custom one",
-        },
-        "model": {"type": "string", "description": "sonnet, opus, haiku or a model id"},
-        "name": {"type": "string", "description": "With a name, the lead spawns a teammate of its team"},
-        "team_name": {"type": "string"},
-        "mode": {"type": "string", "enum": list(MODES)},
-        "run_in_background": {"type": "boolean"},
-    },
-    "required": ["description", "prompt"],
-}
-
-AGENT = Tool(
-    name="Agent",
-    description=(
-        "Start an agent. With 'name' (team lead only): spawn a teammate that joins the team and shares its task "
-        "list. Without: run a subagent for one task; its final answer is the result, or with run_in_background "
-        "the result arrives later as a <task-notification>."
-    ),
-    input_schema=AGENT_SCHEMA,
-    run=_agent,
-    kind="coordination",
-)
+AGENT = Tool("Agent", AgentInput, _agent, kind="coordination")
 
 
-def _task_output(ctx: AgentContext, args: dict[str, Any]) -> str:
-    task_id = require(args, "task_id")
-    block = args.get("block", True) is not False
-    timeout_ms = args.get("timeout", 30_000)
-    if not isinstance(timeout_ms, int) or timeout_ms < 0:
-        raise ToolFailure("'timeout' is in milliseconds")
+def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:
+    task_id, block, timeout_ms = args.task_id, args.block, args.timeout
     if read_result(ctx.paths, task_id).parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")
     result = subagents.wait(ctx, task_id, timeout_ms / 1000) if block else read_result(ctx.paths, task_id)
@@ -159,8 +118,8 @@ def _task_output(ctx: AgentContext, args: dict[str, Any]) -> str:
     )
 
 
-def _task_stop(ctx: AgentContext, args: dict[str, Any]) -> str:
-    task_id = require(args, "task_id")
+def _task_stop(ctx: AgentContext, args: TaskStopInput) -> str:
+    task_id = args.task_id
     result = read_result(ctx.paths, task_id)
     if result.parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")
@@ -172,25 +131,5 @@ def _task_stop(ctx: AgentContext, args: dict[str, Any]) -> str:
     return as_json({"task_id": task_id, "status": stopped.status, "message": f"Stopped {task_id}"})
 
 
-TASK_OUTPUT = Tool(
-    name="TaskOutput",
-    description="Read a background subagent's result; by default wait for it to finish (timeout in ms).",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "task_id": {"type": "string"},
-            "block": {"type": "boolean"},
-            "timeout": {"type": "integer"},
-        },
-        "required": ["task_id"],
-    },
-    run=_task_output,
-    kind="coordination",
-)
-TASK_STOP = Tool(
-    name="TaskStop",
-    description="Stop a running background subagent.",
-    input_schema={"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"]},
-    run=_task_stop,
-    kind="coordination",
-)
+TASK_OUTPUT = Tool("TaskOutput", TaskOutputInput, _task_output, kind="coordination")
+TASK_STOP = Tool("TaskStop", TaskStopInput, _task_stop, kind="coordination")

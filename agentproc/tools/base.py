@@ -1,6 +1,7 @@
-"""The tool interface: a name, a JSON schema the model sees, a function, and what the tool
-touches (its kind, and the paths of a call), so a permission policy can judge any tool
-without knowing it."""
+"""The tool interface: a name, the Struct its input decodes into (which gives the model its
+schema and description), a function of that typed input, and what the tool touches (its
+kind, and the paths of a call), so a permission policy can judge any tool without knowing
+it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import msgspec
 
 from agentproc.context import AgentContext
-from ipc.errors import AgentTeamsError
+from ipc import tool_inputs
+from ipc.errors import AgentTeamsError, InvalidInput
 
 ToolKind = Literal["coordination", "read", "write", "exec"]
+In = TypeVar("In", bound=msgspec.Struct)
 
 
 @dataclass(frozen=True)
@@ -26,21 +31,41 @@ class ToolFailure(Exception):
     """Raised inside a tool for an error the model should read (not a crash)."""
 
 
-def no_paths(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+def no_paths(ctx: AgentContext, args: object) -> list[str]:
     return []
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[In]):
     name: str
-    description: str
-    input_schema: dict[str, Any]
-    run: Callable[[AgentContext, dict[str, Any]], str]
+    input: type[In]
+    run: Callable[[AgentContext, In], str]
     kind: ToolKind = "write"
-    paths: Callable[[AgentContext, dict[str, Any]], list[str]] = no_paths
+    paths: Callable[[AgentContext, In], list[str]] = no_paths
+
+    @property
+    def description(self) -> str:
+        return tool_inputs.description(self.input)
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": tool_inputs.input_schema(self.input),
+        }
+
+    def decode(self, args: dict[str, Any]) -> In:
+        """The call's input as the model sent it, typed; InvalidInput (one line, naming the
+        field and what it must be) if it does not fit."""
+        return tool_inputs.decode(self.input, args, f"invalid {self.name} input")
+
+    def touches(self, ctx: AgentContext, args: dict[str, Any]) -> list[str]:
+        """The paths a call (as the model sent it) touches; none for an input that does not
+        decode, which never runs."""
+        try:
+            return self.paths(ctx, self.decode(args))
+        except InvalidInput:
+            return []
 
 
 @dataclass(frozen=True)
@@ -51,12 +76,13 @@ class Decision:
 
 
 class PermissionPolicy(Protocol):
-    """Decides whether a call may run, and answers the ones that must ask."""
+    """Decides whether a call may run, and answers the ones that must ask. Both see the
+    input as the model sent it, which is also what the lead is asked about."""
 
-    def offered(self, ctx: AgentContext, tools: list[Tool]) -> list[Tool]: ...
-    def decide(self, ctx: AgentContext, tool: Tool, args: dict[str, Any]) -> Decision: ...
+    def offered(self, ctx: AgentContext, tools: list[Tool[Any]]) -> list[Tool[Any]]: ...
+    def decide(self, ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> Decision: ...
     def ask(
-        self, ctx: AgentContext, tool: Tool, tool_use_id: str, args: dict[str, Any], decision: Decision
+        self, ctx: AgentContext, tool: Tool[Any], tool_use_id: str, args: dict[str, Any], decision: Decision
     ) -> tuple[bool, dict[str, Any], str]: ...
 
 
@@ -69,10 +95,10 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def require(args: dict[str, Any], key: str, kind: type = str) -> Any:
-    value = args.get(key)
-    if not isinstance(value, kind) or (kind is str and not value):
-        raise ToolFailure(f"'{key}' is required and must be a {kind.__name__}")
+def needed(value: str | None, name: str) -> str:
+    """A field the input's ``type`` requires (one the Struct cannot require of every call)."""
+    if not value:
+        raise ToolFailure(f"'{name}' is required and must be a non-empty string")
     return value
 
 
@@ -80,7 +106,7 @@ class ToolBox:
     """The tools one agent may use, behind its permission policy; calling an unlisted tool
     is an error the model sees."""
 
-    def __init__(self, ctx: AgentContext, tools: list[Tool], policy: PermissionPolicy) -> None:
+    def __init__(self, ctx: AgentContext, tools: list[Tool[Any]], policy: PermissionPolicy) -> None:
         self.ctx = ctx
         self.tools = {t.name: t for t in tools}
         self.policy = policy
@@ -88,7 +114,7 @@ class ToolBox:
     def names(self) -> list[str]:
         return list(self.tools)
 
-    def offered(self) -> list[Tool]:
+    def offered(self) -> list[Tool[Any]]:
         """The tools the model is shown now (in plan mode, only what plan mode allows)."""
         return self.policy.offered(self.ctx, list(self.tools.values()))
 
@@ -130,15 +156,22 @@ class ToolBox:
             )
         if not isinstance(args, dict):
             return ToolResult(f"Error: {name} input must be a JSON object", True)
+        try:
+            typed = tool.decode(args)
+        except InvalidInput as exc:
+            return ToolResult(f"Error: {exc.message}", True)
         decision = self.policy.decide(self.ctx, tool, args)
         if decision.action == "deny":
             return ToolResult(f"Permission denied: {decision.reason}", True)
+        updated = args
         if decision.action == "ask":
-            approved, args, reason = self.policy.ask(self.ctx, tool, tool_use_id, args, decision)
+            approved, updated, reason = self.policy.ask(self.ctx, tool, tool_use_id, args, decision)
             if not approved:
                 return ToolResult(f"Permission denied by the lead: {reason}. The tool did not run.", True)
         try:
-            return ToolResult(tool.run(self.ctx, args))
+            if updated != args:
+                typed = tool.decode(updated)  # the lead changed the input
+            return ToolResult(tool.run(self.ctx, typed))
         except ToolFailure as exc:
             return ToolResult(f"Error: {exc}", True)
         except AgentTeamsError as exc:

@@ -15,13 +15,11 @@ import shlex
 import signal
 import subprocess
 from dataclasses import dataclass
-from typing import Any
 
 from agentproc.context import AgentContext
-from agentproc.tools.base import Tool, ToolFailure, require
+from agentproc.tools.base import Tool, ToolFailure
+from ipc.tool_inputs import BashInput
 
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 600_000
 OUTPUT_CAP = 30_000
 UNKNOWN = "?"
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
@@ -135,34 +133,15 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
     return BashOutcome(exit_code=proc.returncode, output=cap(text), timed_out=timed_out)
 
 
-def _bash(ctx: AgentContext, args: dict[str, Any]) -> str:
-    command = require(args, "command")
-    timeout_ms = args.get("timeout", DEFAULT_TIMEOUT_MS)
-    if not isinstance(timeout_ms, int) or not 0 < timeout_ms <= MAX_TIMEOUT_MS:
-        raise ToolFailure(f"'timeout' is in milliseconds, between 1 and {MAX_TIMEOUT_MS}")
-    outcome = run_command(ctx, command, timeout_ms / 1000)
+def _bash(ctx: AgentContext, args: BashInput) -> str:
+    outcome = run_command(ctx, args.command, args.timeout / 1000)
     if outcome.exit_code != 0:
         raise ToolFailure(f"Exit code {outcome.exit_code}\n{outcome.output}")
     return outcome.output
 
 
-def _paths(ctx: AgentContext, args: dict[str, Any]) -> list[str]:
-    return command_paths(str(args.get("command", "")))
+def _paths(ctx: AgentContext, args: BashInput) -> list[str]:
+    return command_paths(args.command)
 
 
-BASH = Tool(
-    name="Bash",
-    description="Run a shell command in the agent's working directory. stdin is /dev/null; output is capped at 30,000 characters.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The command to run"},
-            "timeout": {"type": "integer", "description": f"Timeout in milliseconds (max {MAX_TIMEOUT_MS})"},
-            "description": {"type": "string", "description": "What the command does, in 5-10 words"},
-        },
-        "required": ["command"],
-    },
-    run=_bash,
-    kind="exec",
-    paths=_paths,
-)
+BASH = Tool("Bash", BashInput, _bash, kind="exec", paths=_paths)

@@ -7,22 +7,16 @@ import time
 from typing import Any
 
 from agentproc.context import AgentContext
-from agentproc.tools.base import Tool, ToolFailure, as_json, require
-from ipc import control
-from ipc.clock import now_iso
+from agentproc.tools.base import Tool, ToolFailure, as_json, needed
+from ipc import answers, control
 from ipc.errors import AgentTeamsError
 from ipc.paths import normalise_team_name
-from ipc.schemas import (
-    PermissionGrant,
-    PermissionRequest,
-    PermissionResponse,
-    PlanApprovalResponse,
-    parse_body,
-)
+from ipc.schemas import PermissionRequest
+from ipc.tool_inputs import SendMessageInput, TeamCreateInput, TeamDeleteInput
 
 
-def _team_create(ctx: AgentContext, args: dict[str, Any]) -> str:
-    name = normalise_team_name(require(args, "team_name"))
+def _team_create(ctx: AgentContext, args: TeamCreateInput) -> str:
+    name = normalise_team_name(args.team_name)
     if name != ctx.team:
         raise ToolFailure(f"this lead leads team {ctx.team!r} (it exists already); it cannot create {name!r}")
     return as_json(
@@ -34,7 +28,19 @@ def _team_create(ctx: AgentContext, args: dict[str, Any]) -> str:
     )
 
 
-def _team_delete(ctx: AgentContext, args: dict[str, Any]) -> str:
+def _team_delete(ctx: AgentContext, args: TeamDeleteInput) -> str:
+    if not ctx.team_ours:
+        raise ToolFailure(
+            f"team {ctx.team!r} is not this lead's to delete (it existed before the lead started, or the "
+            "lead was told to keep it); it stays as it is, with its members and tasks"
+        )
+    unfinished = [t for t in ctx.tasks.list(include_internal=False) if t.status != "completed"]
+    if unfinished:
+        named = ", ".join(f"#{t.id} ({'failed' if t.failed else t.status})" for t in unfinished)
+        raise ToolFailure(
+            f"the team has tasks that did not complete: {named}; it is kept so that they can be looked at "
+            "and retried"
+        )
     config = ctx.messenger.store.read()
     remaining = [m.name for m in config.teammates()]
     if remaining:
@@ -59,72 +65,35 @@ def _team_delete(ctx: AgentContext, args: dict[str, Any]) -> str:
     )
 
 
-TEAM_CREATE = Tool(
-    name="TeamCreate",
-    description="Create the team (this lead's team already exists; calling it again returns it).",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "team_name": {"type": "string"},
-            "description": {"type": "string"},
-            "agent_type": {"type": "string"},
-        },
-        "required": ["team_name"],
-    },
-    run=_team_create,
-    kind="coordination",
-)
-TEAM_DELETE = Tool(
-    name="TeamDelete",
-    description="Delete the team and its task list, once every teammate has shut down.",
-    input_schema={"type": "object", "properties": {}},
-    run=_team_delete,
-    kind="coordination",
-)
+TEAM_CREATE = Tool("TeamCreate", TeamCreateInput, _team_create, kind="coordination")
+TEAM_DELETE = Tool("TeamDelete", TeamDeleteInput, _team_delete, kind="coordination")
 
 
-def answer_plan(ctx: AgentContext, args: dict[str, Any]) -> dict[str, Any]:
+def answer_plan(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:
     """SendMessage type plan_approval_response: approve (with a permission mode) or reject
     (with feedback) a teammate's plan."""
-    recipient, request_id = require(args, "recipient"), require(args, "request_id")
-    approved = args.get("approve") is True
-    response = PlanApprovalResponse(request_id=request_id, approved=approved, timestamp=now_iso())
-    if approved:
-        response.permission_mode = str(args.get("permission_mode") or "acceptEdits")
-    else:
-        response.feedback = str(args.get("content") or "Rejected by the lead.")
+    recipient, request_id = needed(args.recipient, "recipient"), needed(args.request_id, "request_id")
+    approved = args.approve
+    response = answers.plan_answer(
+        request_id, approved, permission_mode=args.permission_mode or "", feedback=args.content or ""
+    )
     ctx.messenger.send_body(ctx.name, recipient, response)
     verdict = "approved" if approved else "rejected"
     return {"success": True, "message": f"Plan {verdict} for {recipient}", "request_id": request_id}
 
 
-def answer_permission(ctx: AgentContext, args: dict[str, Any]) -> dict[str, Any]:
+def answer_permission(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:
     """SendMessage type permission_response (an agentteams addition: in Claude Code a person
     answers in the terminal): let the teammate's tool call run, or not."""
-    recipient, request_id = require(args, "recipient"), require(args, "request_id")
-    request = next(
-        (
-            b
-            for m in ctx.mailbox.history()
-            if isinstance(b := parse_body(m.text), PermissionRequest) and b.request_id == request_id
-        ),
-        None,
-    )
-    if request is None:
+    recipient, request_id = needed(args.recipient, "recipient"), needed(args.request_id, "request_id")
+    request = answers.find(ctx.mailbox, request_id)
+    if not isinstance(request, PermissionRequest):
         raise ToolFailure(f"there is no permission request {request_id!r} in the lead's inbox")
-    if args.get("approve") is True:
-        response = PermissionResponse(
-            request_id=request_id,
-            subtype="success",
-            response=PermissionGrant(updated_input=request.input, permission_updates=[]),
-        )
-    else:
-        response = PermissionResponse(
-            request_id=request_id, subtype="error", error=str(args.get("content") or "Denied by the lead")
-        )
+    approved = args.approve
+    response = answers.permission_answer(request, approved, feedback=args.content or "")
     ctx.messenger.send_body(ctx.name, recipient, response)
     return {
         "success": True,
-        "message": f"Permission {'granted' if args.get('approve') is True else 'denied'} to {recipient}",
+        "message": f"Permission {'granted' if approved else 'denied'} to {recipient}",
         "request_id": request_id,
     }

@@ -7,19 +7,20 @@ from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.replies import wait_for_reply
-from agentproc.tools.base import Tool, ToolFailure, require
+from agentproc.tools.base import Tool, ToolFailure
 from ipc.clock import now_iso, now_ms
 from ipc.paths import plan_request_id
 from ipc.schemas import LEAD_NAME, PlanApprovalRequest, PlanApprovalResponse, parse_body
 from ipc.storage import atomic_write
+from ipc.tool_inputs import ExitPlanModeInput
 
 
 def plan_timeout() -> float:
     return float(os.environ.get("AGENTTEAMS_PLAN_TIMEOUT", "300"))
 
 
-def _exit_plan_mode(ctx: AgentContext, args: dict[str, Any]) -> str:
-    plan = require(args, "plan")
+def _exit_plan_mode(ctx: AgentContext, args: ExitPlanModeInput) -> str:
+    plan = args.plan
     if not ctx.plan_mode:
         return "User has approved exiting plan mode"  # idempotent, as Claude Code
     ms = now_ms()
@@ -60,14 +61,4 @@ def _exit_plan_mode(ctx: AgentContext, args: dict[str, Any]) -> str:
     )
 
 
-EXIT_PLAN_MODE = Tool(
-    name="ExitPlanMode",
-    description="Submit your plan for approval and, once approved, leave read-only plan mode.",
-    input_schema={
-        "type": "object",
-        "properties": {"plan": {"type": "string", "description": "The plan, in Markdown"}},
-        "required": ["plan"],
-    },
-    run=_exit_plan_mode,
-    kind="coordination",
-)
+EXIT_PLAN_MODE = Tool("ExitPlanMode", ExitPlanModeInput, _exit_plan_mode, kind="coordination")

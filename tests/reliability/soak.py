@@ -36,8 +36,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ipc.launch import TeamStatus  # noqa: E402
 from ipc.mailbox import Mailbox  # noqa: E402
+from ipc.replies import TeamStatus
 from supervisor import Team  # noqa: E402
 
 ID = re.compile(r"soak-(\d+)")

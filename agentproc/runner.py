@@ -1,0 +1,79 @@
+"""What every agent runner sets up the same way (a teammate's loop, the lead's, a subagent's
+one turn): its context, permission mode, transcript, tools and model; and the one guarded
+turn, so that a bug in a model ends that turn as failed, never the process."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from typing import Any
+
+from agentproc.channel import Channel
+from agentproc.context import AgentContext
+from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
+from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
+from agentproc.transcript import Transcript
+from ipc.agents import resolve as resolve_agent_type
+from ipc.launch import LaunchSpec
+
+log = logging.getLogger("agentteams.agent")
+
+
+class AgentRunner:
+    """One agent's setup for its process lifetime. ``withheld`` tools are taken from its
+    agent definition; ``extra`` tools are added to it."""
+
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        channel: Channel,
+        *,
+        policy: PermissionPolicy,
+        model: Model | None = None,
+        extra: tuple[Tool[Any], ...] = (),
+        withheld: tuple[str, ...] = (),
+    ) -> None:
+        self.spec = spec
+        self.ctx = AgentContext(spec=spec, channel=channel)
+        definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
+        if withheld:
+            definition = dataclasses.replace(
+                definition, disallowed_tools=(*definition.disallowed_tools, *withheld)
+            )
+        # A mode given on the command line wins, then the agent definition's; an agent given
+        # neither accepts edits inside its cwd (see agentproc.permissions).
+        self.ctx.permission_mode = spec.permission_mode or definition.permission_mode or "acceptEdits"
+        self.ctx.plan_mode = spec.plan_mode_required
+        self.transcript = _transcript(self.ctx, spec)
+        self.ctx.transcript = self.transcript
+        self.tools: ToolBox = toolbox_for(self.ctx, definition, policy, extra=list(extra))
+        model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
+        self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+
+    @property
+    def name(self) -> str:
+        return self.spec.agent_name
+
+    def hello(self) -> None:
+        """Tell the supervisor this agent runs (its spawn succeeded)."""
+        self.ctx.channel.hello(self.name, os.getpid())
+
+    def take_turn(self, turn: Turn) -> TurnOutcome:
+        """The model's turn on ``turn``, its input recorded first (the model records its own
+        replies). An exception from the model ends the turn as failed, with the error as
+        its reason, so the runner reports it as it reports any failed turn."""
+        self.transcript.append("user", turn.text)
+        try:
+            return self.model.run_turn(turn, self.tools)
+        except Exception as exc:
+            log.exception("%s: turn failed", self.name)
+            return TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+
+
+def _transcript(ctx: AgentContext, spec: LaunchSpec) -> Transcript:
+    """A subagent writes into its parent's transcript, as a sidechain (as Claude Code keeps
+    subagent conversations); every other agent into its own."""
+    if spec.role == "subagent":
+        return Transcript(ctx.paths, spec.parent, sidechain=spec.agent_name)
+    return Transcript(ctx.paths, spec.agent_name)

@@ -1,0 +1,149 @@
+"""How long stopping takes, as a person meets it on the command line: `down` of an idle and
+of a busy team, Ctrl-C of `run` and of `lead` while a teammate runs a long command, and how
+far `lead --timeout` overshoots its limit. Each figure is the whole command (interpreter
+start included), from the keystroke (the signal) to its exit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import scratch
+from supervisor import Team
+
+AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
+LONG = "sleep 60"
+STOP_TARGET_S = 1.0
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AGENTTEAMS, *args, "--root", str(root)], capture_output=True, text=True, cwd=root, timeout=120
+    )
+
+
+def _until(predicate: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the team did not get there")
+        time.sleep(0.05)
+
+
+def _tool_running(team: Team) -> bool:
+    try:
+        return team.is_up() and any(m.children for m in team.ps().teammates)
+    except Exception:  # starting or stopping: look again
+        return False
+
+
+def _idle(team: Team, count: int) -> bool:
+    mates = team.status().teammates
+    return len(mates) == count and all(m.state == "idle" for m in mates)
+
+
+def down(busy: bool) -> tuple[float, int]:
+    """`agentteams down` of a team of two teammates, one running a long command if ``busy``."""
+    with scratch() as root:
+        team = Team.create("t", root=root, cwd=str(root))
+        team.up()
+        try:
+            team.spawn("a", prompt="")
+            team.spawn("b", prompt="")
+            _until(lambda: _idle(team, 2))
+            if busy:
+                team.tasks.create("wait", metadata={"command": LONG})
+                _until(lambda: _tool_running(team))
+            started = time.perf_counter()
+            done = _cli(root, "down", "t")
+            return time.perf_counter() - started, done.returncode
+        finally:
+            team.down(grace=1)
+            team.delete(force=True)
+
+
+def interrupt(command: str) -> tuple[float, int]:
+    """Ctrl-C (SIGINT to the foreground process) of ``run`` or ``lead`` while a teammate
+    runs a long command; seconds to its exit, and its exit code."""
+    with scratch() as root:
+        if command == "run":
+            scenario = root / "s.toml"
+            scenario.write_text(
+                '[team]\nname = "t"\n[[teammates]]\nname = "w"\n'
+                f'[[tasks]]\nkey = "a"\nsubject = "Wait"\ncommand = "{LONG}"\n'
+            )
+            argv = ["run", str(scenario)]
+        else:
+            argv = ["lead", "t", "--prompt", f"Teammates: 1\n1. Wait: `{LONG}`"]
+        proc = subprocess.Popen(
+            [*AGENTTEAMS, *argv, "--root", str(root)],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        team = Team("t", root)
+        try:
+            _until(lambda: _tool_running(team))
+            started = time.perf_counter()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(60)
+            return time.perf_counter() - started, code
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            if team.store.exists():
+                team.down(grace=1)
+                team.delete(force=True)
+
+
+def lead_timeout(limit: float) -> tuple[float, int]:
+    """`lead --timeout LIMIT` with a step that takes longer: seconds past the limit."""
+    with scratch() as root:
+        started = time.perf_counter()
+        done = _cli(
+            root, "lead", "t", "--prompt", f"Teammates: 1\n1. Wait: `{LONG}`", "--timeout", str(limit)
+        )
+        overshoot = time.perf_counter() - started - limit
+        team = Team("t", root)
+        if team.store.exists():
+            team.down(grace=1)
+            team.delete(force=True)
+        return overshoot, done.returncode
+
+
+def run(quick: bool) -> dict[str, Any]:
+    n = 1 if quick else 5
+    cases: dict[str, Callable[[], tuple[float, int]]] = {
+        "down, 2 idle teammates": lambda: down(busy=False),
+        "down, a teammate running a command": lambda: down(busy=True),
+        "Ctrl-C of run, a teammate running a command": lambda: interrupt("run"),
+        "Ctrl-C of lead, a teammate running a command": lambda: interrupt("lead"),
+        "lead --timeout 2: seconds past the limit": lambda: lead_timeout(2.0),
+    }
+    rows: list[dict[str, Any]] = []
+    for what, measure in cases.items():
+        samples = [measure() for _ in range(n)]
+        seconds = sorted(s for s, _ in samples)
+        rows.append(
+            {
+                "case": what,
+                "n": n,
+                "median_s": round(seconds[len(seconds) // 2], 3),
+                "max_s": round(seconds[-1], 3),
+                "exit_codes": sorted({c for _, c in samples}),
+            }
+        )
+    worst = max(float(r["max_s"]) for r in rows)
+    targets = [
+        {
+            "target": f"every stop above ≤ {STOP_TARGET_S:g} s (interpreter start included)",
+            "value": worst,
+            "met": worst <= STOP_TARGET_S,
+        }
+    ]
+    return {"rows": rows, "targets": targets}

@@ -1,0 +1,130 @@
+"""Answers to teammates' plan approval and permission requests, built once for every
+answerer: the supervisor's plan policy, a person (`agentteams approve|deny`, the API, the
+MCP and web doors) and a lead agent's SendMessage.
+
+A request waits in the lead's inbox; an answer goes to the requesting teammate's inbox, and
+the request is marked read only once the answer is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ipc.clock import now_iso
+from ipc.errors import Conflict, NotFound
+from ipc.mailbox import Mailbox
+from ipc.messaging import Messenger
+from ipc.schemas import (
+    LEAD_NAME,
+    InboxMessage,
+    PermissionGrant,
+    PermissionRequest,
+    PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    parse_body,
+)
+
+Request = PlanApprovalRequest | PermissionRequest
+DEFAULT_PLAN_MODE = "acceptEdits"  # the mode an approved plan hands a teammate, unless told
+
+
+class Answered(msgspec.Struct, kw_only=True):
+    """What answering a request did."""
+
+    request_id: str
+    agent: str  # the teammate that asked, now answered
+    approved: bool
+    type: str  # PlanApprovalResponse or PermissionResponse
+
+
+def plan_answer(
+    request_id: str, approved: bool, *, permission_mode: str = "", feedback: str = ""
+) -> PlanApprovalResponse:
+    """Approval carries the permission mode the teammate continues in; rejection, feedback."""
+    response = PlanApprovalResponse(request_id=request_id, approved=approved, timestamp=now_iso())
+    if approved:
+        response.permission_mode = permission_mode or DEFAULT_PLAN_MODE
+    else:
+        response.feedback = feedback or "Rejected by the lead."
+    return response
+
+
+def permission_answer(
+    request: PermissionRequest,
+    approved: bool,
+    *,
+    updated_input: dict[str, Any] | None = None,
+    permission_updates: list[dict[str, Any]] | None = None,
+    feedback: str = "",
+) -> PermissionResponse:
+    """Approval lets the tool run with its input (or ``updated_input``); denial carries why."""
+    if approved:
+        return PermissionResponse(
+            request_id=request.request_id,
+            subtype="success",
+            response=PermissionGrant(
+                updated_input=request.input if updated_input is None else updated_input,
+                permission_updates=permission_updates or [],
+            ),
+        )
+    return PermissionResponse(
+        request_id=request.request_id, subtype="error", error=feedback or "Denied by the lead"
+    )
+
+
+def requester(request: Request) -> str:
+    """The teammate that asked (a permission request names it by agent id)."""
+    return request.from_ if isinstance(request, PlanApprovalRequest) else request.agent_id.split("@")[0]
+
+
+def pending(lead: Mailbox) -> list[tuple[InboxMessage, Request]]:
+    """Unanswered plan approval and permission requests in the lead's inbox, oldest first."""
+    found = []
+    for message in lead.unread():
+        body = parse_body(message.text)
+        if isinstance(body, PlanApprovalRequest | PermissionRequest):
+            found.append((message, body))
+    return found
+
+
+def find(lead: Mailbox, request_id: str) -> Request | None:
+    """The request with this id, answered or not."""
+    for message in lead.history():
+        body = parse_body(message.text)
+        if isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id:
+            return body
+    return None
+
+
+def answer(
+    messenger: Messenger,
+    request_id: str,
+    *,
+    approve: bool,
+    feedback: str = "",
+    updated_input: dict[str, Any] | None = None,
+    permission_mode: str = DEFAULT_PLAN_MODE,
+) -> Answered:
+    """Answer one pending request as the lead: NotFound naming the pending ones, Conflict if
+    it was answered already; nothing is sent then."""
+    lead = messenger.mailbox(LEAD_NAME)
+    open_requests = pending(lead)
+    match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
+    if match is None:
+        if find(lead, request_id) is not None:
+            raise Conflict(f"request {request_id} has already been answered")
+        known = ", ".join(b.request_id for _, b in open_requests) or "none"
+        raise NotFound(f"no pending request {request_id!r}; pending: {known}")
+    message, request = match
+    response: PlanApprovalResponse | PermissionResponse
+    if isinstance(request, PlanApprovalRequest):
+        response = plan_answer(request_id, approve, permission_mode=permission_mode, feedback=feedback)
+    else:
+        response = permission_answer(request, approve, updated_input=updated_input, feedback=feedback)
+    agent = requester(request)
+    messenger.send_body(LEAD_NAME, agent, response)
+    lead.mark_read_matching(message)
+    return Answered(request_id=request_id, agent=agent, approved=approve, type=type(response).__name__)

@@ -1,0 +1,74 @@
+"""What a root remembers of an engine team: ``teams/{team}/engine.json`` holds the engine's
+URL and this host's name. Written when a team is created in the engine from this root or
+when this host joins it (``up --engine``); read by every process of the team on this host,
+so each builds the engine-backed stores (:mod:`ipc.team_state`). A team without one, and
+no ``--engine``, is a team of files, as it always was.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+
+import msgspec
+
+from ipc.engine.url import from_env, parse
+from ipc.paths import TeamPaths
+from ipc.storage import atomic_write, ensure_dir, read_bytes
+
+MARKER = "engine.json"
+
+
+class _Marker(msgspec.Struct, forbid_unknown_fields=False):
+    url: str
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class Link:
+    """An engine team as seen from this root: the engine's URL and this host's name."""
+
+    url: str
+    host: str
+    remembered: bool = False  # from the root's marker (else from --engine / the environment)
+
+
+def default_host() -> str:
+    return host_name(socket.gethostname())
+
+
+def host_name(name: str) -> str:
+    """A host name usable in subjects and keys: letters, digits, '-' and '_'."""
+    clean = re.sub(r"[^a-zA-Z0-9_-]", "-", name.strip())[:64].strip("-")
+    return clean or "host"
+
+
+def read(paths: TeamPaths) -> Link | None:
+    """The engine this root knows the team by; else ``$AGENTTEAMS_ENGINE`` for a team this
+    root has no files of; else None (a team of files)."""
+    data = read_bytes(paths.team_dir / MARKER)
+    if data is not None:
+        try:
+            found = msgspec.json.decode(data, type=_Marker)
+            return Link(url=found.url, host=found.host or default_host(), remembered=True)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass  # a damaged marker: fall through to the environment, never to files blindly
+    url = from_env()
+    if not url or (data is None and paths.config.exists()):
+        return None
+    parse(url)  # a bad URL is an error now, not a team of files
+    return Link(url=url, host=default_host())
+
+
+def remember(paths: TeamPaths, url: str, host: str) -> None:
+    """This root has joined the engine team at ``url`` as ``host``."""
+    parse(url)
+    ensure_dir(paths.team_dir)
+    atomic_write(
+        paths.team_dir / MARKER, msgspec.json.format(msgspec.json.encode(_Marker(url, host)), indent=2)
+    )
+
+
+def forget(paths: TeamPaths) -> None:
+    (paths.team_dir / MARKER).unlink(missing_ok=True)

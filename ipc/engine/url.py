@@ -1,0 +1,62 @@
+"""Where the engine is and how to log in: ``nats://[user:password@]HOST[:PORT]`` or
+``tls://…`` (TLS), from ``--engine``, ``$AGENTTEAMS_ENGINE`` or the team's marker; a
+credentials file from ``$AGENTTEAMS_NATS_CREDS``. Checked here, once, so a bad URL is a
+one-line error before anything connects."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from ipc.errors import InvalidInput
+
+DEFAULT_PORT = 4222
+SCHEMES = ("nats", "tls")
+
+
+@dataclass(frozen=True)
+class EngineUrl:
+    url: str  # as given, credentials included (it is what a marker remembers)
+    server: str  # scheme://host:port, without credentials
+    user: str = ""
+    password: str = ""
+    creds: str = ""  # a NATS credentials file
+    tls: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return self.server
+
+
+def parse(url: str) -> EngineUrl:
+    """``url`` checked; InvalidInput naming what is wrong and what would be right."""
+    text = url.strip()
+    parts = urlsplit(text if "://" in text else f"nats://{text}")
+    if parts.scheme not in SCHEMES:
+        raise InvalidInput(
+            f"engine URL {url!r} has scheme {parts.scheme!r}; use nats://HOST:PORT or tls://HOST:PORT"
+        )
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError:
+        raise InvalidInput(f"engine URL {url!r} has a bad port; use nats://HOST:PORT") from None
+    if not parts.hostname:
+        raise InvalidInput(f"engine URL {url!r} names no host; use nats://HOST:PORT")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InvalidInput(f"engine URL {url!r} has a path or query; use nats://HOST:PORT")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return EngineUrl(
+        url=text if "://" in text else f"nats://{text}",
+        server=f"{parts.scheme}://{host}:{port}",
+        user=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        creds=os.environ.get("AGENTTEAMS_NATS_CREDS", ""),
+        tls=parts.scheme == "tls",
+    )
+
+
+def from_env() -> str:
+    """``$AGENTTEAMS_ENGINE`` (what ``--engine`` sets for the command and its children)."""
+    return os.environ.get("AGENTTEAMS_ENGINE", "").strip()

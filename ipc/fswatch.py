@@ -1,0 +1,66 @@
+"""Hearing a file change without polling it: Linux inotify on a directory, filtered by name.
+
+Writers that cannot ring a doorbell (Claude Code, peers' tools, a person's editor) still
+write the inbox file; a watch on its directory hears each write as it is closed, or a file
+renamed over it. The descriptor can sit in any poll set beside our sockets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+from ipc.boundary import os_errors
+
+IN_CLOSE_WRITE = 0x008
+IN_MOVED_TO = 0x080
+IN_Q_OVERFLOW = 0x4000
+_IN_NONBLOCK = os.O_NONBLOCK
+_IN_CLOEXEC = os.O_CLOEXEC
+_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+class FileWatch:
+    """Changes to the files called ``names`` in ``directory`` (which must exist)."""
+
+    def __init__(self, directory: Path, names: Iterable[str]) -> None:
+        self.names = {n.encode() for n in names}
+        fd = int(_libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+        if fd < 0:
+            err = ctypes.get_errno()
+            with os_errors("cannot watch inbox files"):
+                raise OSError(err, os.strerror(err))
+        self.fd = fd
+        if int(_libc.inotify_add_watch(fd, os.fsencode(directory), IN_CLOSE_WRITE | IN_MOVED_TO)) < 0:
+            err = ctypes.get_errno()
+            os.close(fd)
+            with os_errors(f"cannot watch {directory}"):
+                raise OSError(err, os.strerror(err))
+
+    def changed(self) -> bool:
+        """Read what is waiting; True if one of the names was written (or events were lost,
+        when the kernel's queue overflowed: then anything may have changed)."""
+        hit = False
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return hit
+            offset = 0
+            while offset + _HEADER.size <= len(data):
+                _, mask, _, length = _HEADER.unpack_from(data, offset)
+                name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
+                offset += _HEADER.size + length
+                if mask & IN_Q_OVERFLOW or name in self.names:
+                    hit = True
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

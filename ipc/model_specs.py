@@ -1,0 +1,73 @@
+"""Which models an agent can run, written once: the forms a model is named by (``offline``,
+``sonnet``, ``anthropic:ID``, ``claude-code[:MODEL]``, ``python:MODULE:CLASS``…), what each
+resolves to, and whether it needs an API key where it runs."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from ipc.errors import InvalidInput
+
+MODEL_ALIASES: dict[str, tuple[str, str]] = {
+    # alias: (environment variable, default model id)
+    "sonnet": ("AGENTTEAMS_MODEL_SONNET", "claude-sonnet-4-5"),
+    "opus": ("AGENTTEAMS_MODEL_OPUS", "claude-opus-4-5"),
+    "haiku": ("AGENTTEAMS_MODEL_HAIKU", "claude-haiku-4-5"),
+}
+MODEL_FORMS = (
+    "offline, anthropic:MODEL (e.g. anthropic:claude-sonnet-4-5), a Claude model id, "
+    "sonnet, opus, haiku, inherit, claude-code[:MODEL] or python:MODULE:CLASS"
+)
+_MODEL_ID = re.compile(r"^claude-[a-z0-9][a-z0-9.\-]*$")
+_PYTHON_MODEL = re.compile(r"^python:[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def check_model(spec: str) -> str:
+    """``spec`` if it names a model agentteams can run; InvalidInput naming the forms if not."""
+    if spec in ("offline", "inherit", "claude-code") or spec in MODEL_ALIASES:
+        return spec
+    kind, sep, rest = spec.partition(":")
+    if sep and kind in ("anthropic", "claude-code") and rest and not rest.startswith(":"):
+        return spec
+    if _MODEL_ID.match(spec) or _PYTHON_MODEL.match(spec):
+        return spec
+    raise InvalidInput(f"unknown model {spec!r}; use {MODEL_FORMS}")
+
+
+def resolve_model(spec: str, environ: Mapping[str, str] | None = None) -> str:
+    """The Messages API model id behind an alias (``sonnet`` → ``$AGENTTEAMS_MODEL_SONNET``),
+    a bare Claude id or ``anthropic:ID``; other specs are returned unchanged."""
+    env = os.environ if environ is None else environ
+    if spec in MODEL_ALIASES:
+        variable, default = MODEL_ALIASES[spec]
+        return env.get(variable) or default
+    if spec.startswith("anthropic:"):
+        return resolve_model(spec.partition(":")[2], env)
+    return spec
+
+
+def claude_code_model(spec: str) -> str | None:
+    """The ``--model`` a Claude Code teammate is given for ``spec``: an alias or a Claude
+    model id as Claude Code takes them, "" for Claude Code's own choice (``claude-code``,
+    ``inherit``), None if ``spec`` is not a Claude model."""
+    if spec in ("claude-code", "inherit"):
+        return ""
+    for prefix in ("claude-code:", "anthropic:"):
+        if spec.startswith(prefix):
+            return claude_code_model(spec.removeprefix(prefix)) or None
+    return spec if spec in MODEL_ALIASES or _MODEL_ID.match(spec) else None
+
+
+def uses_api(spec: str) -> bool:
+    """True if ``spec`` is answered by the Anthropic Messages API."""
+    return spec in MODEL_ALIASES or spec.startswith("anthropic:") or bool(_MODEL_ID.match(spec))
+
+
+def check_api_key(model: str, remedy: str) -> None:
+    """A model that calls the Anthropic API needs a key where it will run."""
+    if uses_api(model) and not (
+        os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    ):
+        raise InvalidInput(f"model {model!r} needs ANTHROPIC_API_KEY in the team's environment {remedy}")

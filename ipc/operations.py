@@ -1,0 +1,275 @@
+"""The inputs and outputs of the table of team operations, one Struct each.
+
+Every door is a view of the same table (:mod:`supervisor.client.operations`): the command
+line, the Python ``Team``, the MCP tools and the HTTP routes. Their schemas come from these
+Structs (``msgspec.json.schema``), so a field is named, typed and documented once. A
+Struct's docstring is what a door shows as the operation's input description.
+
+Who acts is not an input: the door knows it (the lead side by default; a member when an
+MCP session joined as one, or ``agentteams send --from``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, Task
+
+TaskId = Annotated[str, Meta(pattern=r"^[0-9]{1,12}$", description="a task number, e.g. '7'")]
+TaskState = Literal["pending", "in_progress", "completed", "deleted"]
+
+
+class NoInput(Struct, forbid_unknown_fields=True):
+    """Nothing to give."""
+
+
+# ---------------------------------------------------------------- the team
+
+
+class MemberInfo(Struct, kw_only=True):
+    name: str
+    agent_id: str
+    agent_type: str = ""
+    model: str = ""
+    color: str = ""
+    backend: str = ""
+    active: bool | None = None  # None: the writer does not record it (Claude Code 2.1.330)
+    state: str = ""  # as the running supervisor sees it: running, idle, failed…
+    pid: int | None = None
+    task: str = ""  # the task it works on, if any
+
+
+class Members(Struct, kw_only=True):
+    members: list[MemberInfo]
+
+
+class TaskCounts(Struct, kw_only=True):
+    pending: int = 0
+    in_progress: int = 0
+    completed: int = 0
+    failed: int = 0
+
+
+class TeamSummary(Struct, kw_only=True):
+    team: str
+    description: str
+    up: bool  # its supervisor runs
+    supervisor: int | None
+    members: list[MemberInfo]
+    tasks: TaskCounts
+    pending_requests: int
+
+
+# ---------------------------------------------------------------- messages
+
+
+class SendMessage(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Send a message to a member of the team by name ('*' for every member but you)."""
+
+    to: Annotated[str, Meta(description="a member's name ('@name' works too), or '*' for everyone")]
+    text: Annotated[str, Meta(description="the message")]
+    summary: Annotated[str, Meta(description="5-10 words shown in previews")] = ""
+
+
+class Routing(Struct, kw_only=True, omit_defaults=True, rename={"target_color": "targetColor"}):
+    sender: str
+    target: str  # "@name", or "@team" for a broadcast
+    target_color: str = ""
+    summary: str = ""
+    content: str = ""
+
+
+class Sent(Struct, kw_only=True, omit_defaults=True):
+    """Claude Code's SendMessage response."""
+
+    success: bool
+    message: str
+    routing: Routing
+    recipients: list[str] = []  # a broadcast's
+
+
+class ReadInbox(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Read an inbox: your own by default. Reading your own unread messages marks them read."""
+
+    unread_only: bool = True
+    name: Annotated[str, Meta(description="whose inbox (default: your own)")] = ""
+    mark_read: Annotated[bool, Meta(description="mark what is returned as read (your own inbox only)")] = True
+
+
+class Messages(Struct, kw_only=True):
+    messages: list[InboxMessage]
+
+
+class WaitForMessages(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Wait for messages in your inbox: returns the moment one arrives (marked read), or
+    nothing after timeout_s. Protocol messages come as readable events saying how to answer."""
+
+    timeout_s: Annotated[float, Meta(ge=0, le=3600, description="seconds to wait at most")] = 30.0
+
+
+class Event(Struct, kw_only=True, omit_defaults=True, rename={"from_": "from"}):
+    """One inbox message as an agent reads it. ``kind`` is ``message`` for plain text, else
+    the protocol message's type; ``text`` then says in words what it asks and how to answer."""
+
+    kind: str
+    from_: str
+    text: str
+    timestamp: str
+    summary: str = ""
+    color: str = ""
+    request_id: str = ""  # a shutdown, plan or permission request's, to answer it by
+    task_id: str = ""  # a task assignment's
+    body: dict[str, Any] | None = None  # the protocol message as sent
+
+
+class Events(Struct, kw_only=True):
+    events: list[Event]
+
+
+# ---------------------------------------------------------------- tasks
+
+
+class TaskCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Create a task in the team's shared task list."""
+
+    subject: str
+    description: str = ""
+    blocked_by: Annotated[list[TaskId], Meta(description="tasks that must complete first")] = []
+    metadata: dict[str, Any] | None = None
+    active_form: str | None = None
+
+
+class TaskQuery(Struct, kw_only=True, forbid_unknown_fields=True):
+    """List the team's tasks, by id."""
+
+    status: Literal["pending", "in_progress", "completed", "failed"] | None = None
+    include_internal: Annotated[bool, Meta(description="also Claude Code's hidden teammate tasks")] = False
+
+
+class TaskRef(Struct, kw_only=True, forbid_unknown_fields=True):
+    """One task by id."""
+
+    id: TaskId
+
+
+class TaskClaim(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Claim a task (the lowest claimable one when no id is given): it becomes yours and in progress."""
+
+    id: TaskId | None = None
+    agent: Annotated[str, Meta(description="claim for this member (default: yourself)")] = ""
+    check_busy: Annotated[bool, Meta(description="refuse if the member already has a task in progress")] = (
+        False
+    )
+
+
+class TaskUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Change a task; only the fields given change. Setting an owner tells that member. A task
+    starts (in_progress) only once its blockers are completed."""
+
+    id: TaskId
+    status: TaskState | None = None
+    owner: Annotated[str | None, Meta(description="a member's name; '' clears the owner")] = None
+    subject: str | None = None
+    description: str | None = None
+    active_form: str | None = None
+    add_blocks: Annotated[list[TaskId] | None, Meta(description="tasks that wait for this one")] = None
+    add_blocked_by: Annotated[list[TaskId] | None, Meta(description="tasks this one waits for")] = None
+    remove_blocks: Annotated[list[TaskId] | None, Meta(description="tasks that no longer wait for it")] = None
+    remove_blocked_by: Annotated[list[TaskId] | None, Meta(description="tasks it no longer waits for")] = None
+    metadata: Annotated[
+        dict[str, Any] | None, Meta(description="keys to set; a null value deletes the key")
+    ] = None
+
+
+class TaskList(Struct, kw_only=True):
+    tasks: list[Task]
+
+
+class TaskChanged(Struct, kw_only=True):
+    task: Task | None  # None: it was deleted
+    unblocked: list[str] = []  # tasks the change made claimable
+
+
+class TaskDeleted(Struct, kw_only=True):
+    deleted: str
+    unblocked: list[str] = []
+
+
+# ---------------------------------------------------------------- teammates
+
+
+class ShutdownTeammate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Ask a teammate to shut down (it leaves the team once it approves); force stops it regardless."""
+
+    name: str
+    force: bool = False
+    grace: Annotated[float, Meta(gt=0, description="seconds it has before a forced stop")] = 10.0
+    reason: str = ""
+
+
+class MemberRef(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A member by name."""
+
+    name: str
+
+
+class Push(Struct, kw_only=True, forbid_unknown_fields=True):
+    """An in-memory message a running teammate takes before anything else (not kept on disk)."""
+
+    name: str
+    text: str
+
+
+class Pushed(Struct, kw_only=True):
+    pushed: str
+
+
+# ---------------------------------------------------------------- logs
+
+
+class ReadLog(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The end of the supervisor's log, or of an agent's (what its process printed)."""
+
+    name: Annotated[str, Meta(description="an agent's name; '' for the supervisor")] = ""
+    lines: Annotated[int, Meta(ge=0, description="how many lines from the end; 0 for all")] = 200
+
+
+class Log(Struct, kw_only=True):
+    path: str
+    text: str
+    size: int  # bytes in the file when read: where a follower goes on from
+
+
+# ---------------------------------------------------------------- requests
+
+
+class AnswerRequest(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Approve or deny a teammate's plan or permission request."""
+
+    request_id: str
+    approve: bool
+    feedback: str = ""
+    updated_input: Annotated[
+        dict[str, Any] | None, Meta(description="a permission request's tool input to use instead")
+    ] = None
+    permission_mode: Annotated[str, Meta(description="the mode an approved plan hands the teammate")] = ""
+
+
+class Requests(Struct, kw_only=True):
+    requests: list[PlanApprovalRequest | PermissionRequest]
+
+
+def schema(kind: type[Struct]) -> dict[str, Any]:
+    """A self-contained JSON Schema object for ``kind`` (its own definition, with the
+    definitions it refers to kept beside it), as tool and API descriptions want it."""
+    generated: dict[str, Any] = msgspec.json.schema(kind)
+    defs: dict[str, Any] = generated.pop("$defs", {})
+    ref = generated.get("$ref", "")
+    name = ref.rsplit("/", 1)[-1]
+    top: dict[str, Any] = dict(defs.pop(name, generated))
+    if defs:
+        top["$defs"] = defs
+    return top

@@ -1,0 +1,62 @@
+"""What a caller asks for, checked before anything is written: a teammate
+(:class:`TeammateOptions`), a subagent (:class:`SubagentOptions`), and the permission modes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ipc.errors import InvalidInput
+from ipc.model_specs import check_model, claude_code_model
+from ipc.paths import normalise_agent_name
+
+Backend = Literal["process", "claude-code"]
+PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
+
+
+def check_permission_mode(mode: str) -> str:
+    if mode and mode not in PERMISSION_MODES:
+        raise InvalidInput(f"permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+    return mode
+
+
+class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A teammate as a caller asks for it."""
+
+    name: str
+    prompt: str = ""
+    model: str = "offline"
+    agent_type: str = "general-purpose"
+    plan_mode_required: bool = False
+    permission_mode: str = ""
+    cwd: str = ""
+    backend: Backend = "process"
+    host: str = ""  # the host to run it on, in a team on the engine ("": this one)
+    rename: bool = False  # a taken name gets -2, -3… instead of being refused
+
+    def checked(self) -> TeammateOptions:
+        """These options with the name normalised; InvalidInput (nothing written) if any
+        field is wrong. The agent type and cwd are checked by the supervisor, which knows
+        the team's project directory."""
+        check_model(self.model)
+        check_permission_mode(self.permission_mode)
+        backend = "claude-code" if self.model.startswith("claude-code") else self.backend
+        if backend == "claude-code" and claude_code_model(self.model) is None:
+            raise InvalidInput(
+                f"a claude-code teammate runs Claude models; model {self.model!r} is not one (use sonnet, opus, haiku or a Claude model id)"
+            )
+        return msgspec.structs.replace(self, name=normalise_agent_name(self.name), backend=backend)
+
+
+class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A subagent as its parent asks for it (the Agent tool without a teammate name)."""
+
+    parent: str
+    prompt: str
+    description: str = ""
+    agent_type: str = "general-purpose"
+    model: str = "inherit"
+    parent_model: str = ""  # what ``inherit`` means: the parent's own model
+    permission_mode: str = ""
+    background: bool = False

@@ -1,0 +1,105 @@
+"""What the supervisor and a lead agent report: a teammate's and a team's status, the
+answers to spawn and stop requests, a subagent's result and a lead's."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ipc.launch import Role, WakeMode
+from ipc.usage import TeamUsage
+
+SubagentStatus = Literal["running", "completed", "failed", "killed"]
+
+
+class TeammateStatus(msgspec.Struct, kw_only=True):
+    """One teammate as the supervisor sees it."""
+
+    name: str
+    pid: int | None
+    state: str
+    task: str = ""
+    restarts: int = 0
+    incarnation: int = 0
+    color: str = ""
+    last_exit: str = ""
+    backend: str = "process"
+    role: Role = "teammate"
+    parent: str = ""
+
+
+class TeamStatus(msgspec.Struct, kw_only=True):
+    team: str
+    supervisor: int
+    forkserver: int | None
+    wake: WakeMode
+    started: float
+    runtime: str
+    lead_pid: int | None = None
+    task_wakes: int = 0  # wakes sent to idle teammates for ready tasks
+    lead_checks: int = 0  # looks the supervisor took at the lead's inbox
+    lead_check_seconds: float = 0.0  # and the time they took, together
+    teammates: list[TeammateStatus] = []
+
+    def teammate(self, name: str) -> TeammateStatus | None:
+        return next((t for t in self.teammates if t.name == name), None)
+
+
+class SpawnReply(msgspec.Struct, kw_only=True):
+    name: str
+    pid: int | None
+    color: str
+    state: str
+    renamed_from: str = ""  # the name asked for, when it was taken and a suffix was added
+
+
+class StopReply(msgspec.Struct, kw_only=True):
+    name: str
+    stopped: bool = True
+    exit: str = ""
+
+
+class SubagentReply(msgspec.Struct, kw_only=True):
+    id: str  # also its agent name
+    pid: int | None
+    output_file: str
+
+
+class SubagentResult(msgspec.Struct, kw_only=True):
+    """``teams/{team}/subagents/{id}.json``: what a subagent came to, for its parent."""
+
+    id: str
+    parent: str
+    description: str = ""
+    prompt: str = ""
+    agent_type: str = "general-purpose"
+    status: SubagentStatus = "running"
+    result: str = ""
+    error: str = ""
+    background: bool = False
+    notified: bool = False  # its parent has been told (a <task-notification> or TaskOutput)
+    started_ms: int = 0
+    ended_ms: int = 0
+
+
+# Why a lead stopped: ``done`` only when every task of the team completed; ``failed`` when a
+# task failed, ``unfinished`` when tasks were left open with none failed (nobody could go on,
+# or a person ended the chat); ``error`` when the lead itself could not go on.
+LeadStop = Literal["done", "failed", "unfinished", "timeout", "budget", "error", "interrupted"]
+
+
+class LeadResult(msgspec.Struct, kw_only=True):
+    """What ``agentteams lead`` (and ``Team.lead``) report when the lead is done."""
+
+    team: str
+    answer: str
+    stopped_by: LeadStop
+    turns: int
+    seconds: float
+    teammates: list[str] = []
+    tasks: list[dict[str, Any]] = []  # id, subject, status ("failed" too), owner, error
+    messages: int = 0
+    error: str = ""
+    usage: TeamUsage | None = None  # the team's model calls, as last seen before the end
+    kept: bool = True  # the team is still there (a lead removes only a team made for it)

@@ -1,0 +1,154 @@
+"""One change to a task, as both task lists make it (the files' :class:`~ipc.tasks.TaskList`
+and the engine's): the request checked before anything is read or locked
+(:meth:`TaskEdit.checked`), then computed on a :class:`~ipc.task_graph.TaskGraph` of the
+tasks as read (:func:`apply`), which the task list writes back its own way.
+
+The rules: ``owner=""`` clears the owner; ``metadata: {key: None}`` deletes the key; setting
+``pending`` clears a recorded failure (a retry); dependencies stay symmetric, and one on a
+missing task, one that would make a cycle, or removing one that is not there is refused with
+nothing changed; a task starts (``in_progress``) only once its blockers are completed, and a
+completed task goes back to ``pending`` (reopened), never to ``in_progress``; completing a
+task frees its dependents and keeps its own ``blocks`` as the record, as Claude Code does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import msgspec
+from msgspec import UNSET
+
+from ipc.errors import Conflict, InvalidInput, NotFound
+from ipc.paths import normalise_agent_name
+from ipc.schemas import Task
+from ipc.task_graph import TaskGraph
+from ipc.task_rules import STATUSES, check_text
+
+
+class Reads(Protocol):
+    """What an edit needs to know of tasks it does not write: their state now."""
+
+    def open_blockers(self, task: Task) -> list[str]: ...
+
+    def is_claimable(self, task: Task) -> bool: ...
+
+
+@dataclass(frozen=True)
+class TaskEdit:
+    status: str | None = None
+    subject: str | None = None
+    description: str | None = None
+    active_form: str | None = None
+    owner: str | None = None  # normalised; "" clears it
+    add_blocks: tuple[str, ...] = ()
+    add_blocked_by: tuple[str, ...] = ()
+    remove_blocks: tuple[str, ...] = ()
+    remove_blocked_by: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        owner: str | None = None,
+        add_blocks: Iterable[str] | None = None,
+        add_blocked_by: Iterable[str] | None = None,
+        remove_blocks: Iterable[str] | None = None,
+        remove_blocked_by: Iterable[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TaskEdit:
+        """The request, or InvalidInput naming what is wrong (before anything is read)."""
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"task status {status!r} is not one of {', '.join(STATUSES)}")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        if subject is not None or description is not None:
+            check_text(subject if subject is not None else "x", description)
+        return cls(
+            status=status,
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            owner=None if owner is None else (normalise_agent_name(owner) if owner else ""),
+            add_blocks=tuple(str(t) for t in add_blocks or ()),
+            add_blocked_by=tuple(str(t) for t in add_blocked_by or ()),
+            remove_blocks=tuple(str(t) for t in remove_blocks or ()),
+            remove_blocked_by=tuple(str(t) for t in remove_blocked_by or ()),
+            metadata=metadata,
+        )
+
+
+def check_start(task: Task, reads: Reads, graph: TaskGraph) -> None:
+    """Conflict, naming the rule or the blockers, for a task that may not start now."""
+    if task.status == "completed":
+        raise Conflict(
+            f"task #{task.id} is completed; a completed task does not go back to in_progress "
+            "(set it to pending to reopen it)"
+        )
+    open_blockers = reads.open_blockers(task)
+    if open_blockers:
+        named = ", ".join(f"#{b} ({blocker.status})" for b in open_blockers if (blocker := graph.get(b)))
+        them = "it is" if len(open_blockers) == 1 else "they are"
+        raise Conflict(f"task #{task.id} is blocked by {named}; it can start once {them} completed")
+
+
+def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> tuple[Task, list[str], str | None]:
+    """Make ``edit`` to task ``task_id`` on ``graph``: the task as it becomes, the tasks the
+    change made claimable, and the owner it had before."""
+    task = graph.get(task_id)
+    if task is None:
+        raise NotFound(f"task #{task_id} does not exist in team {graph.team!r}")
+    previous_owner = task.owner_name
+    for other in edit.add_blocks:
+        graph.link(blocker=task_id, blocked=other)
+    for other in edit.add_blocked_by:
+        graph.link(blocker=other, blocked=task_id)
+    for other in edit.remove_blocks:
+        graph.unlink(blocker=task_id, blocked=other)
+    for other in edit.remove_blocked_by:
+        graph.unlink(blocker=other, blocked=task_id)
+    task = graph.nodes[task_id]
+    status = edit.status
+    if status == "in_progress" and task.status != "in_progress":
+        check_start(task, reads, graph)
+    reopened = status == "pending" and task.status == "completed"
+    fields: dict[str, Any] = {}
+    for name in ("subject", "description", "active_form"):
+        if getattr(edit, name) is not None:
+            fields[name] = getattr(edit, name)
+    if edit.owner is not None:
+        fields["owner"] = edit.owner or UNSET
+    meta = dict(task.meta)
+    if edit.metadata is not None:
+        meta.update(edit.metadata)
+    if status == "pending" and "lastError" not in (edit.metadata or {}):
+        meta.pop("lastError", None)  # a retry; unless this release records a failure
+    if status is not None:
+        fields["status"] = status
+    if edit.metadata is not None or (status == "pending" and "lastError" in task.meta):
+        fields["metadata"] = {k: v for k, v in meta.items() if v is not None} or UNSET
+    graph.put(msgspec.structs.replace(task, **fields))
+    if reopened:
+        graph.reopen(task_id)
+    candidates = [graph.nodes[t] for t in edit.remove_blocks]
+    if edit.remove_blocked_by or status == "pending":
+        candidates.append(graph.nodes[task_id])  # freed, released or retried: claimable again?
+    if status == "completed":
+        candidates += graph.complete(task_id)
+    unblocked = list(dict.fromkeys(t.id for t in candidates if reads.is_claimable(t)))
+    return graph.nodes[task_id], unblocked, previous_owner
+
+
+def forget_in_records(graph: TaskGraph, task_id: str, ids: Iterable[str]) -> None:
+    """A deleted task out of completed tasks' ``blocks`` (it no longer names them, so only a
+    look at every task finds them: a delete is rare, and a person's)."""
+    for other_id in ids:
+        other = graph.get(other_id)
+        if other_id != task_id and other is not None and task_id in other.blocks:
+            graph.put(msgspec.structs.replace(other, blocks=[x for x in other.blocks if x != task_id]))

@@ -1,0 +1,5 @@
+import sys
+
+from supervisor.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,406 @@
+"""What each `agentteams` command does (the parser and error boundary are in
+:mod:`supervisor.cli.main`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ipc import operations as io
+from ipc.config import scan_teams
+from ipc.errors import Conflict, InvalidInput
+from ipc.launch import SupervisorOptions
+from ipc.options import TeammateOptions
+from ipc.paths import resolve_root
+from ipc.readable import headline
+from ipc.schemas import Task
+from supervisor.cli.output import emit, open_team, warn
+from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
+from supervisor.client import operations as ops
+from supervisor.client.team import Team
+
+FOLLOW_EVERY = 0.2  # s between looks at a followed log
+
+
+def _renamed(name: str, normalised: str, kind: str) -> str:
+    return (
+        f" (from {name!r}: {kind} names keep only letters, digits, '-' and '_')" if normalised != name else ""
+    )
+
+
+# ---------------------------------------------------------------- teams
+
+
+def cmd_team(args: argparse.Namespace) -> int:
+    if args.team_command == "create":
+        config = Team.create(args.name, root=args.root, description=args.description).config()
+        emit(
+            args,
+            config,
+            f"created team {config.name} in {resolve_root(args.root)}"
+            + _renamed(args.name, config.name, "team"),
+        )
+    elif args.team_command == "delete":
+        team = open_team(args, args.name)
+        team.delete(force=args.force)
+        emit(args, {"deleted": team.name}, f"deleted team {team.name}")
+    else:
+        teams, problems = scan_teams(args.root)
+        for problem in problems:
+            warn(problem)
+        emit(
+            args,
+            teams,
+            "\n".join(f"{t.name}\t{len(t.teammates())} teammate(s)\t{t.description_text}" for t in teams)
+            or "no teams",
+        )
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    fields = {f: getattr(args, f) for f in SupervisorOptions.__struct_fields__}
+    pid = team.supervisor_pid()
+    if pid is not None:  # before the budget is touched: a refused command changes nothing
+        if args.budget_tokens is not None or args.budget_usd is not None:
+            hint = f"'agentteams budget {team.name}' changes a running team's budget"
+        elif fields != msgspec.structs.asdict(SupervisorOptions()):
+            hint = f"its options are set when it starts: 'agentteams down {team.name}' first"
+        else:
+            hint = f"'agentteams status {team.name}' shows it"
+        raise Conflict(f"team {team.name!r} is already up (supervisor pid {pid}); {hint}")
+    set_budget_from(args, team)
+    wake = fields.pop("wake")
+    pid = team.up(wake=wake, host_name=args.host_name, **fields)
+    members = [m.name for m in team.config().teammates()]
+    emit(
+        args,
+        {"team": team.name, "supervisor": pid, "resumed": members},
+        f"team {team.name} is up (supervisor pid {pid})"
+        + (f"; resumed {', '.join(members)}" if members else ""),
+    )
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    team = Team(args.team, root=args.root)  # a team whose config is damaged can still be stopped
+    if not team.store.exists() and not team.is_up():
+        team.store.read()  # NotFound
+    was_up = team.is_up()
+    team.down(grace=args.grace)
+    emit(
+        args,
+        {"team": team.name, "stopped": was_up},
+        f"team {team.name} is down; 'agentteams up {team.name}' brings its members back"
+        if was_up
+        else f"team {team.name} was not up",
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    status = open_team(args).status()
+    emit(
+        args,
+        status,
+        "\n".join(f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in status.teammates)
+        or "no teammates",
+    )
+    return 0
+
+
+# ---------------------------------------------------------------- teammates
+
+
+def cmd_spawn(args: argparse.Namespace) -> int:
+    team = Team(args.team, root=args.root)
+    options = TeammateOptions(
+        name=args.name,
+        prompt=args.prompt,
+        model=args.model or ("claude-code" if args.backend == "claude-code" else "offline"),
+        agent_type=args.agent_type,
+        plan_mode_required=args.plan_mode_required,
+        permission_mode=args.permission_mode,
+        cwd=args.cwd,
+        backend=args.backend,
+        host=args.host,
+        rename=args.rename,
+    ).checked()
+    team.store.read()  # NotFound, and then NotRunning, before a budget is written
+    team.require_up_for(options.host)
+    taken = team.member(options.name) is not None
+    if not options.rename:
+        team.store.check_new_member(options.name)
+    if not taken:
+        set_budget_from(args, team, options.name)  # before its first request
+    reply = ops.spawn_teammate(team, options)
+    if reply.name != options.name:
+        set_budget_from(args, team, reply.name)
+    note = f"; {options.name!r} was taken, so it is {reply.name}" if reply.renamed_from else ""
+    emit(
+        args,
+        reply,
+        f"spawned {reply.name} ({reply.color}, pid {reply.pid})"
+        + note
+        + _renamed(args.name, options.name, "agent"),
+    )
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    reply = ops.restart_teammate(open_team(args), io.MemberRef(name=args.name))
+    emit(args, reply, f"restarted {reply.name} (pid {reply.pid})")
+    return 0
+
+
+def cmd_shutdown(args: argparse.Namespace) -> int:
+    request = io.ShutdownTeammate(name=args.name, force=args.force, grace=args.grace)
+    reply = ops.shutdown_teammate(open_team(args), request)
+    emit(args, reply, f"{reply.name} has shut down and left the team")
+    return 0
+
+
+# ---------------------------------------------------------------- messages
+
+
+def message_text(value: str) -> str:
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@") and len(value) > 1:
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(
+                f"cannot read the message from {path}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
+    return value
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    request = io.SendMessage(to=args.recipient, text=message_text(args.text), summary=args.summary)
+    try:
+        sent = ops.send_message(team, request, args.sender)
+    finally:
+        team.close()  # the wake goes out before we exit
+    emit(args, sent, sent.message)
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    pushed = ops.push(open_team(args), io.Push(name=args.name, text=args.text))
+    emit(args, pushed, f"pushed to {pushed.pushed}")
+    return 0
+
+
+def cmd_inbox(args: argparse.Namespace) -> int:
+    request = io.ReadInbox(name=args.name, unread_only=args.unread, mark_read=False)
+    messages = ops.read_inbox(open_team(args), request).messages
+
+    def show() -> None:
+        for m in messages:
+            flag = " " if m.read else "*"
+            summary = f" [{m.summary_text}]" if m.summary_text else ""
+            print(f"{flag} {m.timestamp} {m.from_}{summary}: {headline(m)}")
+        if not messages:
+            print("no unread messages" if args.unread else "no messages")
+
+    emit(args, messages, show)
+    return 0
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def cmd_task(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    c = args.task_command
+    try:
+        if c == "create":
+            request = io.TaskCreate(
+                subject=args.subject,
+                description=args.description,
+                blocked_by=args.blocked_by,
+                metadata={"command": args.shell} if args.shell else None,
+                active_form=args.active_form,
+            )
+            task = ops.task_create(team, request)
+            emit(args, task, f"created task #{task.id}: {task.subject}")
+        elif c == "get":
+            task = ops.task_get(team, io.TaskRef(id=args.id))
+            emit(args, task, task_text(task))
+        elif c == "update":
+            update = io.TaskUpdate(
+                id=args.id,
+                status=args.status,
+                subject=args.subject,
+                description=args.description,
+                owner=args.owner,
+                add_blocks=args.add_blocks,
+                add_blocked_by=args.add_blocked_by,
+                remove_blocks=args.remove_blocks,
+                remove_blocked_by=args.remove_blocked_by,
+                metadata=None if args.shell is None else {"command": args.shell or None},
+            )
+            changed = ops.task_update(team, update)
+            emit(
+                args,
+                changed.task or {"deleted": args.id},
+                f"updated task #{args.id}" if changed.task else f"deleted task #{args.id}",
+            )
+        elif c == "list":
+            listed = ops.task_list(team, io.TaskQuery(include_internal=args.all)).tasks
+            for problem in team.tasks.problems:
+                warn(problem)
+
+            def show() -> None:
+                for t in listed:
+                    state = "failed" if t.failed else t.status
+                    blocked = f"\t(blocked by {', '.join(t.blocked_by)})" if t.blocked_by else ""
+                    print(f"#{t.id}\t{state}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
+                if not listed:
+                    print("no tasks")
+
+            emit(args, listed, show)
+        elif c == "claim":
+            claim = io.TaskClaim(id=args.id, agent=args.agent, check_busy=args.check_busy)
+            result = ops.task_claim(team, claim)
+            emit(args, result, f"{args.agent} claimed task #{args.id}")
+        elif c == "delete":
+            ops.task_delete(team, io.TaskRef(id=args.id))
+            emit(args, {"deleted": args.id}, f"deleted task #{args.id}")
+    finally:
+        team.close()
+    return 0
+
+
+def task_text(task: Task) -> str:
+    """A task as a person reads it (``--json`` gives the file's fields)."""
+    state = f"failed ({str(task.meta['lastError']).strip().splitlines()[0]})" if task.failed else task.status
+    lines = [f"#{task.id} {task.subject}", f"status: {state}   owner: {task.owner_name or '-'}"]
+    if task.blocked_by or task.blocks:
+        waits = ", ".join(f"#{t}" for t in task.blocked_by) or "nothing"
+        holds = ", ".join(f"#{t}" for t in task.blocks) or "nothing"
+        lines.append(f"blocked by: {waits}   blocks: {holds}")
+    meta = {k: v for k, v in task.meta.items() if k != "lastError"}
+    if "command" in meta:
+        lines.append(f"command: {meta.pop('command')}")
+    if meta:
+        lines.append(
+            "metadata: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in meta.items())
+        )
+    if task.description:
+        lines.append("")
+        lines.append(task.description)
+    return "\n".join(lines)
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    request = io.AnswerRequest(
+        request_id=args.request_id,
+        approve=args.command == "approve",
+        feedback=args.feedback,
+        updated_input=parse_input(getattr(args, "input", None)),
+        permission_mode=getattr(args, "permission_mode", ""),
+    )
+    try:
+        answered = ops.answer_request(team, request)
+    finally:
+        team.close()
+    verb = "approved" if answered.approved else "denied"
+    emit(args, answered, f"{verb} {answered.request_id} from {answered.agent}")
+    return 0
+
+
+def parse_input(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"--input is not JSON ({exc}); give the tool input as a JSON object") from None
+    if not isinstance(value, dict):
+        raise InvalidInput("--input must be a JSON object, the tool's input")
+    return value
+
+
+# ---------------------------------------------------------------- seeing
+
+
+def cmd_ps(args: argparse.Namespace) -> int:
+    from supervisor.client import ps
+
+    snapshot = ps.snapshot(args.root, args.team)
+    for problem in snapshot.problems:
+        warn(problem)
+    emit(args, snapshot, lambda: ps.print_snapshot(snapshot))
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    if args.lines < 0:
+        raise InvalidInput(f"--lines {args.lines}: give 0 (all) or more")
+    log = ops.read_log(open_team(args), io.ReadLog(name=args.name, lines=args.lines))
+    emit(args, log, lambda: print(log.text, end=""))
+    if not args.follow:
+        return 0
+    sys.stdout.flush()
+    offset = log.size
+    while True:  # as tail -f: the file only grows (a team deleted meanwhile ends it)
+        try:
+            with open(log.path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return 0
+        if chunk:
+            offset += len(chunk)
+            sys.stdout.write(chunk.decode(errors="replace"))
+            sys.stdout.flush()
+        time.sleep(FOLLOW_EVERY)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from supervisor.cli import view
+
+    team = open_team(args)
+    if args.once or args.json:
+        if args.json:
+            print(json.dumps(msgspec.to_builtins(view.snapshot(team)), default=str))
+        else:
+            view.print_once(team, compact=args.compact)
+        return 0
+    view.live(team, compact=args.compact)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "team": cmd_team,
+    "up": cmd_up,
+    "resume": cmd_up,
+    "down": cmd_down,
+    "status": cmd_status,
+    "spawn": cmd_spawn,
+    "restart": cmd_restart,
+    "send": cmd_send,
+    "push": cmd_push,
+    "shutdown": cmd_shutdown,
+    "inbox": cmd_inbox,
+    "task": cmd_task,
+    "ps": cmd_ps,
+    "watch": cmd_watch,
+    "logs": cmd_logs,
+    "usage": cmd_usage,
+    "budget": cmd_budget,
+    "approve": cmd_answer,
+    "deny": cmd_answer,
+}

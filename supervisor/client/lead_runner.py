@@ -1,0 +1,154 @@
+"""Running a lead agent for a team (``agentteams lead``/``chat``, ``Team.lead``): its own
+process, ``python -m agentproc.lead`` started from a :class:`~ipc.launch.LeadLaunch`, with
+the team's supervisor up for as long as it runs.
+
+A supervisor this started is brought down again when the lead ends; one that was already up
+is left as it was. The team stays unless it was made for this run (``owns_team``): then the
+lead may delete it once every task completed, and one left empty (a goal that came to
+nothing) is removed here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput
+from ipc.launch import LaunchSpec, LeadLaunch
+from ipc.model_specs import check_api_key, check_model
+from ipc.paths import agent_id
+from ipc.replies import LeadResult
+from ipc.schemas import LEAD_NAME
+
+if TYPE_CHECKING:
+    from supervisor.client.handle import TeamHandle
+
+
+def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool) -> None:
+    """InvalidInput, before anything is created or started, for a lead that cannot run."""
+    check_model(model)
+    check_api_key(model, "(set it and run the lead again)")
+    if not prompt.strip() and not interactive:
+        raise InvalidInput("the lead needs a goal: give --prompt TEXT (or '-' to read it from stdin)")
+    if timeout is not None and timeout <= 0:
+        raise InvalidInput(f"--timeout {timeout:g}: give a number of seconds above 0")
+
+
+def lead_spec(team: TeamHandle, model: str) -> LaunchSpec:
+    """The lead agent of ``team``: Claude Code's lead has no color; it works in the cwd the
+    team was created with (else in ours)."""
+    config = team.config()
+    lead = config.member(LEAD_NAME)
+    return LaunchSpec(
+        agent_id=agent_id(LEAD_NAME, team.name),
+        agent_name=LEAD_NAME,
+        team_name=team.name,
+        agent_color="",
+        parent_session_id=config.lead_session_id,
+        model=model,
+        root=str(team.root),
+        cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
+        role="lead",
+    )
+
+
+class LeadRun:
+    """A lead agent that runs; ``wait`` gives its result."""
+
+    def __init__(
+        self,
+        team: TeamHandle,
+        prompt: str,
+        *,
+        model: str,
+        timeout: float | None,
+        interactive: bool,
+        verbose: bool,
+        owns_team: bool = False,
+    ) -> None:
+        check_lead(prompt, model, timeout, interactive)
+        self.team = team
+        self.owns_team = owns_team
+        self.started_supervisor = not team.is_up()
+        if self.started_supervisor:
+            team.up()
+        else:
+            lead = team.status().lead_pid
+            if lead is not None:
+                raise Conflict(f"team {team.name!r} already has a lead agent running (pid {lead})")
+        # Not in the team's runtime directory: that goes with the team, which the lead may delete.
+        self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
+        self.result_file = self.result_dir / "result.json"
+        launch = LeadLaunch(
+            spec=lead_spec(team, model),
+            result_file=str(self.result_file),
+            prompt=prompt,
+            timeout=timeout,
+            interactive=interactive,
+            verbose=verbose,
+            owns_team=owns_team,
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentproc.lead", *launch.to_argv()],
+            env={**os.environ, **launch.to_env()},
+            stdin=None if interactive else subprocess.DEVNULL,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self) -> LeadResult:
+        """Its result, once it has ended; the supervisor this started is brought down. An
+        interrupt is passed on to the lead, which ends its turn and reports."""
+        try:
+            while True:
+                try:
+                    code = self.proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    self.proc.send_signal(signal.SIGINT)
+        finally:
+            if self.started_supervisor and self.team.is_up():
+                self.team.down()
+            if self.owns_team and self._empty():
+                self.team.store.delete()
+        try:
+            result = self._result(code)
+        finally:
+            shutil.rmtree(self.result_dir, ignore_errors=True)
+        result.kept = self.team.store.exists()
+        return result
+
+    def _empty(self) -> bool:
+        """The team made for this run holds nothing: no teammate, no task."""
+        try:
+            return not self.team.config().teammates() and not self.team.tasks.list()
+        except AgentTeamsError:
+            return False  # gone already, or unreadable: not ours to judge
+
+    def _result(self, code: int) -> LeadResult:
+        try:
+            data = self.result_file.read_bytes()
+            return msgspec.json.decode(data, type=LeadResult)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            how = f"signal {-code}" if code < 0 else f"exit {code}"
+            return LeadResult(
+                team=self.team.name,
+                answer="",
+                stopped_by="error",
+                turns=0,
+                seconds=0.0,
+                error=f"the lead process ended ({how}) without a result",
+            )

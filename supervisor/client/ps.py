@@ -1,0 +1,426 @@
+"""The live process tree, read with psutil: supervisor → fork server, lead, teammates → their
+tools and subagents; and Claude Code's own teams and processes under a Claude Code root.
+
+Everything is returned as Structs (``agentteams ps --json`` prints them), so people and
+inspection tools read the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+import psutil
+
+from ipc.config import scan_teams
+from ipc.errors import AgentTeamsError, NotFound
+from ipc.osproc import command_line_args
+from ipc.paths import TeamPaths, resolve_root
+from ipc.replies import TeamStatus
+from ipc.schemas import Task
+from ipc.tasks import TaskList
+from ipc.usage import TeamUsage, spent, team_usage
+from supervisor.client import launcher
+from supervisor.client.handle import TeamHandle
+from supervisor.client.ps_claude import ClaudeTeam, claude_code_teams, claude_made
+
+CPU_SAMPLE = 0.1  # seconds between the two readings cpu_percent needs
+
+
+class ProcInfo(msgspec.Struct, kw_only=True):
+    pid: int
+    ppid: int
+    name: str
+    status: str
+    cpu_percent: float
+    rss: int
+    uss: int | None
+    uptime: float
+    cmdline: str
+    depth: int = 0  # below the teammate: 1 = its child, 2 = a grandchild…
+
+
+class TaskRef(msgspec.Struct, kw_only=True):
+    id: str
+    subject: str
+
+
+class MateTree(msgspec.Struct, kw_only=True):
+    name: str
+    state: str
+    pid: int | None
+    restarts: int
+    unread: int
+    role: str = "teammate"
+    parent: str = ""
+    task: TaskRef | None = None
+    process: ProcInfo | None = None
+    children: list[ProcInfo] = []
+    host: str = ""  # the host it runs on, in a team on the engine
+
+
+class TeamTree(msgspec.Struct, kw_only=True):
+    team: str
+    root: str
+    supervisor: ProcInfo | None = None
+    forkserver: ProcInfo | None = None
+    lead: ProcInfo | None = None
+    wake: str = ""
+    host: str = ""  # this host's name, in a team on the engine
+    teammates: list[MateTree] = []
+    failed_tasks: list[TaskRef] = []  # open tasks whose last attempt failed
+    usage: TeamUsage | None = None  # tokens and cost of the team's model calls
+
+
+class PsReport(msgspec.Struct, kw_only=True):
+    teams: list[TeamTree] = []
+    claude_code: list[ClaudeTeam] = []
+    problems: list[str] = []
+
+
+# ---------------------------------------------------------------- processes
+
+
+MAX_CMDLINE = 8192  # whole for our processes; a tool's inline script is cut (views cut further)
+
+
+def describe(pid: int, depth: int = 0) -> ProcInfo | None:
+    """One process, or None if it is gone (or not ours to read)."""
+    try:
+        proc = _process(pid)
+        with proc.oneshot():
+            info = ProcInfo(
+                pid=pid,
+                ppid=proc.ppid(),
+                name=proc.name(),
+                status=proc.status(),
+                cpu_percent=round(proc.cpu_percent(None), 1),
+                rss=proc.memory_info().rss,
+                uss=None,
+                uptime=round(time.time() - proc.create_time(), 1),
+                cmdline=" ".join(command_line_args(proc.cmdline()))[:MAX_CMDLINE],
+                depth=depth,
+            )
+        try:
+            info.uss = proc.memory_full_info().uss
+        except (psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+        return info
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+
+
+_procs: dict[int, psutil.Process] = {}
+
+
+def _process(pid: int) -> psutil.Process:
+    # Kept between calls so cpu_percent measures since the last look, not since nothing.
+    proc = _procs.get(pid)
+    if proc is None or not proc.is_running():
+        proc = _procs[pid] = psutil.Process(pid)
+    return proc
+
+
+def prime(pids: list[int]) -> None:
+    """Take the first CPU reading of ``pids`` (the next :func:`describe` measures from here).
+
+    Readings of processes not among ``pids`` are dropped: a ``watch`` left open for hours
+    over a team whose teammates restart would otherwise keep one for every pid it saw.
+    """
+    for gone in _procs.keys() - set(pids):
+        del _procs[gone]
+    for pid in pids:
+        try:
+            _process(pid).cpu_percent(None)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+
+
+def descendants(pid: int) -> list[ProcInfo]:
+    """Every process below ``pid``, each with its depth (1 = child), parents before children."""
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    depth = {pid: 0}
+    out = []
+    for kid in sorted(kids, key=lambda k: k.pid):
+        try:
+            parent = kid.ppid()
+        except psutil.NoSuchProcess:
+            continue
+        depth[kid.pid] = depth.get(parent, 0) + 1
+    for kid in kids:
+        if (info := describe(kid.pid, depth.get(kid.pid, 1))) is not None:
+            out.append(info)
+    return out
+
+
+# ---------------------------------------------------------------- our teams
+
+
+def team_tree(team: TeamHandle, status: TeamStatus | None = None) -> TeamTree:
+    """One team's processes with state, resources, unread messages and current task."""
+    tree = TeamTree(team=team.name, root=str(team.root))
+    try:
+        tree.usage = team_usage(team.paths)
+    except AgentTeamsError:
+        pass  # a damaged usage file or price table: the processes still show
+    tasks = _unfinished_or_empty(team.tasks)
+    tree.failed_tasks = [TaskRef(id=t.id, subject=t.subject) for t in tasks if t.failed]
+    pid = team.supervisor_pid()
+    if pid is None or pid < 0:
+        tree.teammates = _outsiders(team, tasks)
+        return tree
+    try:
+        status = status or team.status()
+    except AgentTeamsError:
+        tree.teammates = _outsiders(team, tasks)
+        return tree
+    tree.supervisor, tree.wake = describe(pid), status.wake
+    if status.forkserver:
+        tree.forkserver = describe(status.forkserver)
+    if status.lead_pid:
+        tree.lead = describe(status.lead_pid)
+    owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
+    by_id = {t.id: t for t in tasks}
+    for mate in status.teammates:
+        task = by_id.get(mate.task) if mate.task else owned.get(mate.name)
+        entry = MateTree(
+            name=mate.name,
+            state=mate.state,
+            pid=mate.pid,
+            restarts=mate.restarts,
+            role=mate.role,
+            parent=mate.parent,
+            unread=_unread(team, mate.name),
+            task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+        )
+        if mate.pid:
+            entry.process = describe(mate.pid)
+            entry.children = descendants(mate.pid)
+        entry.host = team.host
+        tree.teammates.append(entry)
+    return tree
+
+
+def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
+    """Without a supervisor: members that are outside clients (MCP sessions), from the
+    config, with the server process it names while that process runs."""
+    try:
+        members = team.config().teammates()
+    except AgentTeamsError:
+        return []
+    owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
+    found = []
+    for m in members:
+        if m.backend_type != "mcp":
+            continue
+        pane = m.tmux_pane_id.removeprefix("mcp:")
+        process = describe(int(pane)) if pane.isdigit() else None
+        if process is not None and " mcp " not in f" {process.cmdline} ":
+            process = None  # the number was reused by a stranger
+        task = owned.get(m.name)
+        found.append(
+            MateTree(
+                name=m.name,
+                state="connected" if process is not None else "inactive",
+                pid=process.pid if process is not None else None,
+                restarts=0,
+                unread=_unread(team, m.name),
+                task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+                process=process,
+            )
+        )
+    return found
+
+
+def elsewhere(team: TeamHandle, tree: TeamTree) -> None:
+    """In a team on the engine, the members that run on other hosts: their host, whether
+    they are active, their task (their processes are that host's to show)."""
+    if team.state.engine is None:
+        return
+    tree.host = team.host
+    here = {m.name for m in tree.teammates}
+    try:
+        members = team.config().teammates()
+        owned = {t.owner_name: t for t in _unfinished_or_empty(team.tasks) if t.status == "in_progress"}
+    except AgentTeamsError:
+        return
+    for member in members:
+        if member.name in here or member.host_name == team.host:
+            continue
+        task = owned.get(member.name)
+        tree.teammates.append(
+            MateTree(
+                name=member.name,
+                state="active" if member.is_active is not False else "inactive",
+                pid=None,
+                restarts=0,
+                unread=_unread(team, member.name),
+                task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+                host=member.host_name,
+            )
+        )
+
+
+def _unfinished_or_empty(tasks: TaskList) -> list[Task]:
+    try:
+        return tasks.unfinished()
+    except AgentTeamsError:
+        return []
+
+
+def _unread(team: TeamHandle, name: str) -> int:
+    try:
+        return len(team.state.mailbox(name).unread_entries())
+    except AgentTeamsError:
+        return 0
+
+
+def snapshot(root: str | None, team_name: str | None = None) -> PsReport:
+    """Every team under ``root`` (or one), with Claude Code's own under a Claude Code root.
+    A team whose config does not parse still shows its processes, and a problem line."""
+    configs, problems = scan_teams(root)
+    teams_dir = resolve_root(root) / "teams"
+    # Every team with a config file, also one that does not parse: its processes still show.
+    names = (
+        sorted(p.name for p in teams_dir.iterdir() if (p / "config.json").exists())
+        if teams_dir.is_dir()
+        else []
+    )
+    if team_name is not None:
+        paths = TeamPaths(root, team_name)
+        if paths.team not in names and launcher.supervisor_pid(paths) is None and not paths.config.exists():
+            raise NotFound(f"team {paths.team!r} does not exist under {paths.root}")
+        names = [paths.team]
+        problems = [p for p in problems if f"/{paths.team}/" in p]
+    configs_by_name = {c.name: c for c in configs}
+    # A team Claude Code made is shown as Claude Code's (below), unless a supervisor of ours runs it.
+    names = [
+        n
+        for n in names
+        if n not in configs_by_name
+        or not claude_made(configs_by_name[n])
+        or launcher.supervisor_pid(TeamPaths(root, n)) is not None
+    ]
+    teams = [TeamHandle(n, root) for n in names]
+    statuses = {t.name: _status(t) for t in teams}
+    prime([p for s in statuses.values() if s for p in _pids(s)])
+    if any(statuses.values()):
+        time.sleep(CPU_SAMPLE)
+    snap = PsReport(problems=problems)
+    for team in teams:
+        status = statuses[team.name]
+        tree = team_tree(team, status) if status else TeamTree(team=team.name, root=str(team.root))
+        elsewhere(team, tree)
+        snap.teams.append(tree)
+    snap.claude_code = claude_code_teams(root, configs, team_name)
+    return snap
+
+
+def _status(team: TeamHandle) -> TeamStatus | None:
+    if not team.is_up():
+        return None
+    try:
+        return team.status()
+    except AgentTeamsError:
+        return None
+
+
+def _pids(status: TeamStatus) -> list[int]:
+    """The supervisor, its fork server and lead, its teammates and everything below them."""
+    pids = [status.supervisor, *(t.pid for t in status.teammates if t.pid)]
+    below = [status.forkserver or 0, status.lead_pid or 0]
+    for pid in pids[1:]:
+        try:
+            below += [k.pid for k in psutil.Process(pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return [p for p in [*pids, *below] if p]
+
+
+# ---------------------------------------------------------------- printing
+
+
+def _mib(value: int | None) -> int:
+    return (value or 0) // 2**20
+
+
+def print_tree(tree: TeamTree) -> None:
+    sup = tree.supervisor
+    failed = "".join(f"\n  failed task #{t.id} {t.subject}" for t in tree.failed_tasks)
+    usage = (
+        f"\n  usage {spent(tree.usage.tokens, tree.usage.usd)}" if tree.usage and tree.usage.agents else ""
+    )
+    where = f" on {tree.host}" if tree.host else ""
+    if sup is None:
+        print(f"{tree.team}: not up{where}{failed}{usage}")
+        for mate in tree.teammates:
+            _print_mate(mate, "")
+        return
+    print(
+        f"{tree.team}{where}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
+        + usage
+    )
+    if tree.forkserver:
+        print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
+    # Subagents are printed under their parent (the lead or a teammate).
+    subagents: dict[str, list[MateTree]] = {}
+    for mate in tree.teammates:
+        if mate.role == "subagent":
+            subagents.setdefault(mate.parent, []).append(mate)
+    shown = {m.name for m in tree.teammates if m.role != "subagent"} | ({"team-lead"} if tree.lead else set())
+    if tree.lead:
+        print(
+            f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {_mib(tree.lead.rss)} MiB"
+        )
+        for sub in subagents.get("team-lead", []):
+            _print_mate(sub, "│   ")
+    for mate in tree.teammates:
+        if mate.role != "subagent":
+            _print_mate(mate, "")
+            for sub in subagents.get(mate.name, []):
+                _print_mate(sub, "│   ")
+        elif mate.parent not in shown:
+            _print_mate(mate, "")
+    if failed:
+        print(failed.lstrip("\n"))
+
+
+def _print_mate(mate: MateTree, indent: str) -> None:
+    proc = mate.process
+    task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
+    role = f" (subagent of {mate.parent})" if mate.role == "subagent" else ""
+    if mate.host and mate.pid is None:  # another host's teammate: no process to show here
+        print(
+            f"{indent}├─ {mate.name:<14} {'-':>7}  {mate.state:<8} on host {mate.host}  unread {mate.unread}  {task}"
+        )
+        return
+    role += f"  on {mate.host}" if mate.host else ""
+    print(
+        f"{indent}├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
+        f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
+        f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
+    )
+    for child in mate.children:
+        print(
+            f"│   {indent}{'    ' * (child.depth - 1)}└─ {child.pid:>7}  cpu {child.cpu_percent:>3.0f}%  {child.cmdline[:80]}"
+        )
+
+
+def print_snapshot(snap: PsReport) -> None:
+    for tree in snap.teams:
+        print_tree(tree)
+    for cc in snap.claude_code:
+        if cc.live is None:
+            state = "lead not recorded (Claude Code 2.1.38): live or not cannot be told"
+        else:
+            state = "live" if cc.live else "stale (its lead session is gone)"
+        print(
+            f"{cc.team}: Claude Code team, {state}, lead pid {cc.lead_pid or '-'}, members {', '.join(cc.members)}"
+        )
+        for p in cc.processes:
+            print(f"├─ claude-code {p.agent_id}\tpid {p.pid}\t{'member' if p.member else 'not in config'}")
+    if not snap.teams and not snap.claude_code:
+        print("no teams")

@@ -1,0 +1,101 @@
+"""Claude Code's own teams under a root, for ``ps``: which are live, and the real
+``claude`` processes that run their members (found by the ``--agent-id`` in their command
+line)."""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+import psutil
+
+from ipc.osproc import command_line_args
+from ipc.schemas import TeamConfig
+
+
+class ClaudeProcess(msgspec.Struct, kw_only=True):
+    pid: int
+    agent_id: str
+    team: str
+    member: bool
+
+
+class ClaudeTeam(msgspec.Struct, kw_only=True):
+    """A team Claude Code made: live while its lead session runs, stale after."""
+
+    team: str
+    lead_pid: int | None
+    live: bool | None  # None: this Claude Code version does not say (2.1.38, in-process members)
+    members: list[str]
+    processes: list[ClaudeProcess] = []
+
+
+def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
+    """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = command_line_args(proc.info.get("cmdline") or [])
+        if "--agent-id" not in cmdline or proc.info["pid"] == os.getpid():
+            continue
+        index = cmdline.index("--agent-id")
+        if index + 1 >= len(cmdline) or "@" not in cmdline[index + 1]:
+            continue
+        agent_id = cmdline[index + 1]
+        if team is None or agent_id.partition("@")[2] == team:
+            found.append((proc.info["pid"], agent_id))
+    return found
+
+
+def claude_made(config: TeamConfig) -> bool:
+    """Claude Code wrote this team: it records its lead session (2.1.330), or runs members
+    on its own backends (tmux panes, in-process)."""
+    return not isinstance(config.lead_process, msgspec.UnsetType) or any(
+        m.backend_type in ("tmux", "in-process") for m in config.members
+    )
+
+
+def claude_code_teams(
+    root: str | None, configs: list[TeamConfig], team: str | None = None
+) -> list[ClaudeTeam]:
+    """Teams under ``root`` that Claude Code runs: those with a lead session record
+    (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
+    procs = claude_code_processes(team)
+    by_team: dict[str, list[ClaudeProcess]] = {}
+    names = {c.name: c for c in configs}
+    for pid, agent_id in procs:
+        name, _, team_name = agent_id.partition("@")
+        config = names.get(team_name)
+        if config is None:
+            continue
+        by_team.setdefault(team_name, []).append(
+            ClaudeProcess(pid=pid, agent_id=agent_id, team=team_name, member=config.member(name) is not None)
+        )
+    out = []
+    for config in configs:
+        if team is not None and config.name != team:
+            continue
+        lead_pid = config.lead_process.pid if not isinstance(config.lead_process, msgspec.UnsetType) else None
+        processes = [p for p in by_team.get(config.name, []) if not _is_agentteams(p.pid)]
+        if not processes and not claude_made(config):
+            continue
+        live: bool | None = None  # 2.1.38 records no lead process: unknown unless a member runs
+        if processes or lead_pid is not None:
+            live = bool(processes) or psutil.pid_exists(lead_pid or 0)
+        out.append(
+            ClaudeTeam(
+                team=config.name,
+                lead_pid=lead_pid,
+                live=live,
+                members=[m.name for m in config.members],
+                processes=processes,
+            )
+        )
+    return out
+
+
+def _is_agentteams(pid: int) -> bool:
+    """A process teammate of ours (it carries the same flags); it shows in its team's tree."""
+    try:
+        return "agentproc" in " ".join(command_line_args(psutil.Process(pid).cmdline()))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False

@@ -1,0 +1,217 @@
+"""The Python API: one object per team, usable from any process. Its methods are views of
+the table of operations (:mod:`supervisor.client.operations`) over the team's handle, plus
+the lifecycle (create, up, down, delete) and a lead agent."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ipc import answers
+from ipc import operations as io
+from ipc.engine import marker
+from ipc.errors import Timeout
+from ipc.options import Backend, TeammateOptions
+from ipc.paths import normalise_agent_name
+from ipc.replies import LeadResult, SpawnReply, StopReply
+from ipc.schemas import LEAD_NAME
+from ipc.usage import Budget, TeamUsage, check_limit, read_budget, set_budget
+from supervisor.client import operations
+from supervisor.client.handle import Root, TeamHandle
+from supervisor.client.lead_runner import LeadRun
+from supervisor.client.ps import TeamTree
+
+
+class Team(TeamHandle):
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, name: str, root: Root = None, description: str = "", **kwargs: Any) -> Team:
+        team = cls(name, root)
+        team.store.create(description, **kwargs)
+        link = team.state.link
+        if link is not None:  # made in the engine: this root remembers it
+            marker.remember(team.paths, link.url, link.host)
+        return team
+
+    @classmethod
+    def open(cls, name: str, root: Root = None) -> Team:
+        team = cls(name, root)
+        team.store.read()  # NotFound with a clear message
+        return team
+
+    def delete(self, force: bool = False) -> None:
+        """Remove the team's state; refused while teammates remain unless ``force``. A team
+        that is up is brought down first."""
+        if not force:
+            remaining = [m.name for m in self.store.read().teammates()] if self.store.exists() else []
+            if remaining:
+                self.store.delete()  # raises Conflict naming them
+        self.down()
+        self.store.delete(force=force)
+        if self.state.link is not None:  # this root's copy and its memory of the team go too
+            shutil.rmtree(self.paths.team_dir, ignore_errors=True)
+        shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
+
+    def __enter__(self) -> Team:
+        return self
+
+    # ------------------------------------------------------------ teammates
+
+    def start_teammate(self, options: TeammateOptions, timeout: float = 30.0) -> SpawnReply:
+        """Start a teammate; the reply says its name (with ``options.rename``, ``-2``… if the
+        name was taken: ``renamed_from`` is then the name asked for), pid and color."""
+        return operations.spawn_teammate(self, options)
+
+    def spawn(
+        self,
+        name: str,
+        prompt: str = "",
+        model: str = "offline",
+        agent_type: str = "general-purpose",
+        plan_mode_required: bool = False,
+        permission_mode: str = "",
+        cwd: str | None = None,
+        backend: Backend = "process",
+        timeout: float = 30.0,
+        host: str = "",
+        rename: bool = False,
+    ) -> str:
+        """Start a teammate; returns its name. A taken name is refused (Conflict), or with
+        ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
+        engine (default: this one)."""
+        options = TeammateOptions(
+            name=name,
+            prompt=prompt,
+            model=model,
+            agent_type=agent_type,
+            plan_mode_required=plan_mode_required,
+            permission_mode=permission_mode,
+            cwd=cwd or "",
+            backend=backend,
+            host=host,
+            rename=rename,
+        )
+        return self.start_teammate(options, timeout=timeout).name
+
+    def restart(self, name: str, timeout: float = 30.0) -> SpawnReply:
+        """Start a member that failed or exited again."""
+        return operations.restart_teammate(self, io.MemberRef(name=name))
+
+    def push(self, name: str, text: str) -> None:
+        """An in-memory message to a running teammate: the first thing its loop takes next
+        (nothing on disk; use :meth:`send` for a message that must survive a restart)."""
+        operations.push(self, io.Push(name=name, text=text))
+
+    def shutdown(self, name: str, force: bool = False, grace: float = 10.0, reason: str = "") -> StopReply:
+        """Ask a teammate to shut down; with ``force``, stop it regardless after ``grace``.
+        It leaves the team."""
+        args = io.ShutdownTeammate(name=name, force=force, grace=grace, reason=reason)
+        return operations.shutdown_teammate(self, args)
+
+    # ------------------------------------------------------------ usage and budgets
+
+    def usage(self) -> TeamUsage:
+        """Tokens and cost of every model call the team's agents made, per agent and model."""
+        return operations.usage(self, io.NoInput())
+
+    def budget(self) -> Budget:
+        self.store.read()
+        return read_budget(self.paths)
+
+    def set_budget(
+        self, tokens: int | None = None, usd: float | None = None, teammate: str | None = None
+    ) -> None:
+        """Cap the team (or one teammate) in tokens and/or dollars; agents check before each
+        request, and stop taking turns at the limit."""
+        limit = check_limit(tokens, usd)
+        if teammate is not None:
+            teammate = normalise_agent_name(teammate)
+        self.store.read()
+        set_budget(self.paths, teammate, limit)
+
+    # ------------------------------------------------------------ requests
+
+    def pending_requests(self) -> list[answers.Request]:
+        """Plan approval and permission requests waiting for the lead."""
+        return operations.list_requests(self, io.NoInput()).requests
+
+    def approve(
+        self,
+        request_id: str,
+        feedback: str = "",
+        updated_input: dict[str, Any] | None = None,
+        permission_mode: str = answers.DEFAULT_PLAN_MODE,
+    ) -> dict[str, Any]:
+        """Approve a pending request; returns what was done (``request_id, agent, approved,
+        type``)."""
+        args = io.AnswerRequest(
+            request_id=request_id,
+            approve=True,
+            feedback=feedback,
+            updated_input=updated_input,
+            permission_mode=permission_mode,
+        )
+        return _plain(operations.answer_request(self, args))
+
+    def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
+        args = io.AnswerRequest(request_id=request_id, approve=False, feedback=feedback)
+        return _plain(operations.answer_request(self, args))
+
+    # ------------------------------------------------------------ messages
+
+    def send(self, recipient: str, text: str, summary: str, sender: str = LEAD_NAME) -> dict[str, Any]:
+        """A message into ``recipient``'s inbox (``*``: everyone but the sender), which wakes
+        it; returns Claude Code's SendMessage response."""
+        args = io.SendMessage(to=recipient, text=text, summary=summary)
+        return _plain(operations.send_message(self, args, sender))
+
+    def broadcast(self, text: str, summary: str, sender: str = LEAD_NAME) -> dict[str, Any]:
+        return self.send("*", text, summary, sender)
+
+    # ------------------------------------------------------------ observing
+
+    def wait_until(
+        self, predicate: Callable[[Team], bool], timeout: float = 60.0, interval: float = 0.05
+    ) -> bool:
+        """Poll ``predicate(self)`` until true; raises Timeout (a TimeoutError) after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate(self):
+                return True
+            if time.monotonic() >= deadline:
+                raise Timeout(f"condition not met within {timeout:g}s")
+            time.sleep(interval)
+
+    def ps(self) -> TeamTree:
+        return operations.ps(self, io.NoInput())
+
+    # ------------------------------------------------------------ a lead agent
+
+    def lead(
+        self,
+        prompt: str,
+        *,
+        model: str = "offline",
+        timeout: float | None = None,
+        verbose: bool = False,
+        keep: bool = True,
+    ) -> LeadResult:
+        """Hand the team a goal: a lead agent (its own process) runs until the team's work is
+        done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
+        The team stays; ``keep=False`` hands it to the lead, which may then delete it once
+        every task completed (``result.kept`` says)."""
+        run = LeadRun(
+            self, prompt, model=model, timeout=timeout, interactive=False, verbose=verbose, owns_team=not keep
+        )
+        return run.wait()
+
+
+def _plain(result: msgspec.Struct) -> dict[str, Any]:
+    """Plain data, as this API has always returned for messages and answers."""
+    plain: dict[str, Any] = msgspec.to_builtins(result)
+    return plain

@@ -1,0 +1,5 @@
+import sys
+
+from supervisor.daemon.supervisor import main
+
+sys.exit(main())

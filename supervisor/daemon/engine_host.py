@@ -1,0 +1,232 @@
+"""The supervisor's part in a team on the engine, one per host: this host's heartbeat and
+the other hosts' leases, tasks made claimable on other hosts, and the lead's doorbell rung
+from any host.
+
+- Heartbeat: every :func:`heartbeat_seconds` the key ``host.{name}`` is rewritten with a
+  counter. A host whose record has not changed for :func:`lease_seconds` (as this host's
+  clock sees it, so no two clocks are compared) is marked dead by one compare-and-set: the
+  one supervisor that wins releases the dead host's teammates' tasks and marks them
+  inactive. A host that comes back writes its record again and resumes its members.
+- Ready tasks: what this host's agents report claimable goes out on ``at.{team}.ready``;
+  what other hosts report wakes one idle teammate here, as a local report does.
+- The lead's doorbell: a ring on ``at.{team}.wake.team-lead`` from any host makes the lead
+  desk look.
+
+Engine calls block while the server is away, so they run on a thread of their own; what the
+loop must do is handed to it through a pipe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ipc.engine import remote
+from ipc.engine.mirror import Mirror
+from ipc.engine.ring import EngineWakeListener
+from ipc.engine.team import EngineTeam, Entry
+from ipc.errors import AgentTeamsError
+from ipc.schemas import LEAD_NAME
+from ipc.settings import env
+from ipc.team_state import TeamState
+from supervisor.daemon.reactor import Reactor
+
+log = logging.getLogger("agentteams.supervisor")
+
+
+def heartbeat_seconds() -> float:
+    return float(env("AGENTTEAMS_ENGINE_HEARTBEAT", "2"))
+
+
+def mirror_seconds() -> float:
+    return float(env("AGENTTEAMS_MIRROR_INTERVAL", "0.2"))
+
+
+def lease_seconds() -> float:
+    return float(env("AGENTTEAMS_ENGINE_LEASE", "10"))
+
+
+class HostRecord(msgspec.Struct, forbid_unknown_fields=False):
+    host: str
+    pid: int = 0
+    beat: int = 0
+    state: str = "up"  # up | down (stopped cleanly) | dead (lease expired)
+    by: str = ""  # the host that found it dead
+
+
+class Ready(msgspec.Struct):
+    host: str
+    ids: list[str]
+
+
+class EngineHost:
+    def __init__(
+        self,
+        reactor: Reactor,
+        state: TeamState,
+        route_tasks: Callable[[list[str]], object],
+        lead_woken: Callable[[], None],
+    ) -> None:
+        assert state.engine is not None
+        self.reactor = reactor
+        self.state = state
+        self.engine: EngineTeam = state.engine
+        self.host = state.host
+        self.route_tasks = route_tasks
+        self._actions: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        reactor.add_reader(self._read_fd, self._run_actions)
+        self.lead_ring = EngineWakeListener(self.engine, LEAD_NAME)
+        self.lead_woken = lead_woken
+        reactor.add_reader(self.lead_ring.fileno(), self._lead_rung)
+        self.engine.subscribe(self.engine.ready_subject, self._on_ready)
+        runtime = state.paths.runtime_dir()
+        self.engine.serve(self.engine.control_subject(self.host), lambda data: remote.relay(runtime, data))
+        self._seen: dict[str, tuple[int, float]] = {}  # host → (revision, when it last changed)
+        self._stop = threading.Event()
+        self.beat = 0
+        self._write_record("up")
+        self._thread = threading.Thread(target=self._heartbeats, name="engine-host", daemon=True)
+        self._thread.start()
+        self.mirror = Mirror(state.paths, self.engine, state.messenger.mailbox, self._ring)
+        self._mirroring = threading.Thread(target=self._mirror, name="engine-mirror", daemon=True)
+        self._mirroring.start()
+
+    def _ring(self, name: str) -> None:
+        waker = self.state.messenger.waker
+        if waker is not None:
+            waker.wake(name)
+
+    def _mirror(self) -> None:
+        """This host's copy of the team in Claude Code's layout, both ways (ipc.engine.mirror)."""
+        while not self._stop.wait(mirror_seconds()):
+            try:
+                self.mirror.step()
+            except AgentTeamsError as exc:
+                log.warning("mirror: %s", exc.message)
+            except Exception:
+                log.exception("mirror: a pass failed")
+
+    # ------------------------------------------------------------ into the loop
+
+    def _later(self, action: Callable[[], None]) -> None:
+        self._actions.put(action)
+        try:
+            os.write(self._write_fd, b"\0")
+        except (BlockingIOError, OSError):
+            pass
+
+    def _run_actions(self) -> None:
+        try:
+            os.read(self._read_fd, 4096)
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                action = self._actions.get_nowait()
+            except queue.Empty:
+                return
+            action()
+
+    def _lead_rung(self) -> None:
+        self.lead_ring.drain()
+        self.lead_woken()
+
+    # ------------------------------------------------------------ ready tasks
+
+    def publish_ready(self, ids: list[str]) -> None:
+        if ids:
+            self.engine.signal(self.engine.ready_subject, msgspec.json.encode(Ready(host=self.host, ids=ids)))
+
+    def _on_ready(self, msg: Any) -> None:
+        try:
+            ready = msgspec.json.decode(msg.data, type=Ready)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        if ready.host != self.host:
+            self._later(lambda: self._route(ready.ids))
+
+    def _route(self, ids: list[str]) -> None:
+        self.route_tasks(ids)
+
+    # ------------------------------------------------------------ heartbeats and leases
+
+    def _write_record(self, state: str) -> None:
+        self.beat += 1
+        record = HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
+        self.engine.update(f"host.{self.host}", lambda _: msgspec.json.encode(record), "heartbeat")
+
+    def _heartbeats(self) -> None:
+        while not self._stop.wait(heartbeat_seconds()):
+            try:
+                self._write_record("up")
+                self._check_leases()
+            except AgentTeamsError as exc:
+                log.warning("engine: %s", exc.message)
+            except Exception:
+                log.exception("engine: heartbeat failed")
+
+    def _check_leases(self) -> None:
+        now = time.monotonic()
+        for key in self.engine.keys("host."):
+            host = key[5:]
+            entry = self.engine.get(key)
+            if host == self.host or entry is None:
+                continue
+            seen = self._seen.get(host)
+            if seen is None or seen[0] != entry.rev:
+                self._seen[host] = (entry.rev, now)
+                continue
+            if now - seen[1] < lease_seconds():
+                continue
+            try:
+                record = msgspec.json.decode(entry.data, type=HostRecord)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if record.state == "up":
+                self._declare_dead(key, entry, record)
+
+    def _declare_dead(self, key: str, entry: Entry, record: HostRecord) -> None:
+        dead = msgspec.structs.replace(record, state="dead", by=self.host)
+        won = False
+
+        def mark(current: Entry | None) -> bytes | None:
+            nonlocal won
+            won = current is not None and current.rev == entry.rev
+            return msgspec.json.encode(dead) if won else (current.data if current else None)
+
+        self.engine.update(key, mark, "marking a host dead")
+        if not won:
+            return  # it beat again, or another host found it first
+        log.warning(
+            "host %s stopped answering for %gs: releasing its teammates' tasks", record.host, lease_seconds()
+        )
+        for member in self.state.config.read().teammates():
+            if member.host_name != record.host:
+                continue
+            released = self.state.tasks.release_owner(
+                member.name, error=f"host {record.host} stopped answering"
+            )
+            if member.is_active is not False:
+                self.state.config.update_member(member.name, is_active=False)
+            log.warning("host %s: %s inactive, released %s", record.host, member.name, released)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._mirroring.join(5)
+        try:
+            self._write_record("down")
+        except AgentTeamsError:
+            pass
+        self.reactor.remove_reader(self._read_fd)
+        self.reactor.remove_reader(self.lead_ring.fileno())
+        self.lead_ring.close()
+        for fd in (self._read_fd, self._write_fd):
+            os.close(fd)

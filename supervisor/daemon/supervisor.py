@@ -1,0 +1,395 @@
+"""The supervisor daemon: one per team (``python -m supervisor.daemon``). It wires its parts
+together, answers the control socket, and owns what no part does: starting teammates and
+subagents (their config entry, first message and result file) and bringing the team down.
+
+- :mod:`supervisor.daemon.reactor`: one thread, readers, timers and signals (SIGCHLD among
+  them, so a death is seen at once);
+- :mod:`supervisor.daemon.children`: each agent's lifecycle, through
+  :mod:`supervisor.daemon.processes` (the fork server, reaping) and
+  :mod:`supervisor.daemon.team_files` (config, tasks, events);
+- :mod:`supervisor.daemon.router`: the links (hello, states and ready tasks from each agent)
+  and the doorbell, waking one idle teammate per ready task;
+- :mod:`supervisor.daemon.specs`: who is started and how, checked before anything is written;
+- :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
+  arrival order, some later (a spawn when the teammate is ready), so commands queue;
+- :mod:`supervisor.daemon.lead_desk`: the lead's inbox, and a lead agent that may run.
+
+It is on the control path only: messages go from sender to recipient directly.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ipc import control, locks, memtrace, subagents
+from ipc.cc_peer import ClaudePeer
+from ipc.cc_registry import mode_class
+from ipc.clock import now_ms
+from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.options import SubagentOptions, TeammateOptions
+from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_process_name
+from ipc.paths import TeamPaths
+from ipc.poller import close_context, context
+from ipc.replies import SpawnReply, SubagentReply, SubagentResult, TeamStatus
+from ipc.schemas import LEAD_NAME
+from ipc.team_state import TeamState
+from ipc.wake import WakeListener, Waker
+from supervisor.daemon.child import Child, Done
+from supervisor.daemon.children import Children
+from supervisor.daemon.inbox_watch import InboxWatch
+from supervisor.daemon.lead_desk import LeadDesk
+from supervisor.daemon.outsiders import BACKEND as OUTSIDE
+from supervisor.daemon.outsiders import Outsiders
+from supervisor.daemon.policy import RestartPolicy
+from supervisor.daemon.processes import Processes
+from supervisor.daemon.reactor import Reactor
+from supervisor.daemon.router import Router
+from supervisor.daemon.specs import TeamContext, check_spawn, subagent_spec, teammate_spec
+from supervisor.daemon.team_files import TeamFiles
+
+if TYPE_CHECKING:
+    from supervisor.daemon.engine_host import EngineHost
+
+log = logging.getLogger("agentteams.supervisor")
+SUPERVISOR_LOCK_TIMEOUT = 1.0  # a frozen teammate holding a lock costs a retry, not the loop
+
+
+class Supervisor:
+    def __init__(self, root: Path, team: str, options: SupervisorOptions | None = None) -> None:
+        self.paths = TeamPaths(root, team)
+        self.team = self.paths.team
+        self.options = options or SupervisorOptions()
+        self.runtime = self.paths.runtime_dir()
+        self.down_callers: list[control.Caller] = []
+        self.started = time.time()
+
+    @property
+    def zmq(self) -> bool:
+        return self.options.wake == "zmq"
+
+    # ------------------------------------------------------------ start-up
+
+    def start(self) -> None:
+        locks.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
+        self.ctx = context()
+        self.waker = Waker(self.runtime, linger_ms=0, ctx=self.ctx)
+        self.state = TeamState(self.paths, doorbell=self.waker)
+        session = self.state.config.read().lead_session_id  # fails early on an unknown team
+        self.pid = os.getpid()
+        self.context = TeamContext(self.team, self.paths.root, session, self.options, self.pid)
+        set_child_subreaper()
+        set_process_name("at-supervisor")
+        fix_malloc_mmap_threshold()  # it runs for hours: its RSS must not climb in steps
+        self._lock_fd = self._take_pid_lock()
+        self.reactor = Reactor()
+        self.control = control.ControlServer(self.ctx, self.runtime)
+        self.reactor.add_reader(self.control, self._on_control)
+        self.router = Router(self.reactor, self.ctx, self.runtime, self.waker)
+        self.processes = Processes(self.runtime, method=self.options.spawn)
+        self.files = TeamFiles(self.state, self.router)
+        policy = RestartPolicy(
+            mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
+        )
+        self.children = Children(self.processes, self.files, self.reactor, policy, wait_for_hello=self.zmq)
+        self.router.roster = self.children
+        self.outsiders = Outsiders(self.reactor, self.files)
+        doorbell = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
+        self.lead = LeadDesk(
+            self.reactor, self.state, self.options, self.children, self.files, self.router, doorbell
+        )
+        self.inbox_watch = InboxWatch(self.reactor, self.paths, self.children, self.router, self.lead.check)
+        self.lead_peer = self._expose_lead() if self.options.claude_peers else None
+        self.engine_host: EngineHost | None = None
+        if self.state.engine is not None:
+            from supervisor.daemon.engine_host import EngineHost
+
+            self.engine_host = EngineHost(
+                self.reactor,
+                self.state,
+                lambda ids: self.router.route_tasks(ids, relay=False),
+                self.lead.woken,
+            )
+            self.router.relay = self.engine_host.publish_ready
+        self.reactor.on_signal(signal.SIGCHLD, self._reap)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            self.reactor.on_signal(sig, self._on_terminate)
+        self._resume_members()
+
+    def _expose_lead(self) -> ClaudePeer:
+        """The lead's side, listed to the sessions of ``--claude-peers``: what they send lands
+        in the lead's inbox; the lead's answers go out from here."""
+        lead = self.state.config.read().member(LEAD_NAME)
+        mode = mode_class(self.options.lead_permission_mode)
+        return ClaudePeer(
+            self.paths,
+            LEAD_NAME,
+            Path(self.options.claude_peers).expanduser(),
+            cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
+            mode=lambda: mode,
+        )
+
+    def _take_pid_lock(self) -> int:
+        fd = os.open(self.runtime / "supervisor.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AgentTeamsError(f"a supervisor for team {self.team!r} is already running") from None
+        (self.runtime / "supervisor.pid").write_text(f"{os.getpid()}\n")
+        return fd
+
+    def _resume_members(self) -> None:
+        """Start every teammate the config lists: a stopped or crashed team comes back."""
+        for member in self.state.config.read().teammates():
+            if member.backend_type == OUTSIDE:
+                self.outsiders.resume(member)  # an MCP session: its own process, not ours to start
+                continue
+            if self.state.engine is not None and member.host_name != self.state.host:
+                continue  # another host's teammate: its supervisor resumes it
+            released = self.state.tasks.release_owner(member.name)
+            if released:
+                log.info("resume: released %s's tasks %s", member.name, released)
+            try:
+                self._launch(teammate_spec(self.context, member, permission_mode=""))
+            except AgentTeamsError as exc:
+                log.error("cannot resume %s: %s", member.name, exc.message)
+
+    def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
+        if spec.backend == "claude-code":
+            self.inbox_watch.claude_teammate_started()
+        if self.zmq:
+            self.router.open(spec.agent_name)
+        return self.children.add(spec, on_ready)
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self) -> None:
+        try:
+            self.reactor.run()
+        finally:
+            self._cleanup()
+
+    def _reap(self) -> None:
+        for pid, status in self.processes.reap():
+            self.children.on_exit(pid, status)
+
+    def _on_terminate(self) -> None:
+        if not self.children.stopping_all:
+            log.info("signalled: bringing the team down")
+            self._begin_down(grace=5.0)
+
+    def _cleanup(self) -> None:
+        if self.lead_peer is not None:
+            self.lead_peer.close()
+        if self.engine_host is not None:
+            self.engine_host.close()
+        self.state.close()
+        self.router.close()
+        self.outsiders.close()
+        self.lead.close()
+        self.waker.close()
+        self.processes.close()
+        self.control.close()
+        close_context(self.ctx)
+        self.reactor.close()
+        (self.runtime / "supervisor.pid").unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ control requests
+
+    def _on_control(self) -> None:
+        for caller, request in self.control.receive():
+            try:
+                self._dispatch(caller, request)
+            except AgentTeamsError as exc:
+                self.control.fail(caller, exc.message)
+            except Exception as exc:  # a bug must not take the team down: answer and log
+                log.exception("request %r failed", request)
+                self.control.fail(caller, f"internal error: {type(exc).__name__}: {exc}")
+
+    def _dispatch(self, caller: control.Caller, request: control.Request) -> None:
+        if isinstance(request, control.Status):
+            self.control.answer(caller, self.status())
+        elif isinstance(request, control.TasksReady):
+            self.control.answer(caller, control.WakeReply(woken=self.router.route_tasks(request.ids)))
+        elif isinstance(request, control.Push):
+            child = self.children.get(request.name)
+            if not self.router.push(child.name, request.text):
+                raise InvalidInput(f"{child.name} is not connected; send through its inbox instead")
+            self.control.answer(caller)
+        elif isinstance(request, control.Spawn):
+            self._spawn(caller, request.options)
+        elif isinstance(request, control.Restart):
+            self.children.restart(request.name, self._replier(caller))
+        elif isinstance(request, control.Shutdown):
+            self.children.request_stop(
+                request.name,
+                reason=request.reason,
+                grace=request.grace,
+                force=request.force,
+                done=self._replier(caller),
+            )
+        elif isinstance(request, control.Down):
+            self.down_callers.append(caller)
+            if not self.children.stopping_all:
+                self._begin_down(request.grace)
+        elif isinstance(request, control.SpawnSubagent):
+            self._spawn_subagent(caller, request.options)
+        elif isinstance(request, control.StopSubagent):
+            sub = self.children.by_name.get(request.subagent)
+            if sub is None or sub.spec.role != "subagent":
+                raise NotFound(f"no running subagent {request.subagent!r}")
+            subagents.finish(self.paths, sub.name, "killed", error="stopped by its parent (TaskStop)")
+            self.children.force_stop(sub, 0.5)
+            self.control.answer(caller)
+        elif isinstance(request, control.SessionSend):
+            if self.lead_peer is None:
+                raise InvalidInput(
+                    f"team {self.team!r} is not reachable from Claude Code; start it with "
+                    "'agentteams up TEAM --claude-peers DIR'"
+                )
+            sent = self.lead_peer.send(request.sender, request.to, request.text, request.summary)
+            self.control.answer(caller, control.SessionSent(msg_id=sent["msg_id"]))
+        elif isinstance(request, control.AttachLead):
+            self.lead.attach(request.pid)
+            self.control.answer(caller)
+        elif isinstance(request, control.WatchMember):
+            if self.state.config.require_member(request.name).backend_type != OUTSIDE:
+                raise InvalidInput(f"{request.name} is not a member joined through MCP")
+            self.outsiders.watch(request.name, request.pid)
+            self.control.answer(caller)
+
+    def _replier(self, caller: control.Caller, **extra: Any) -> Done:
+        def done(result: msgspec.Struct | None, error: str) -> None:
+            if error:
+                self.control.fail(caller, error)
+            elif extra and result is not None:
+                self.control.answer(caller, msgspec.structs.replace(result, **extra))
+            else:
+                self.control.answer(caller, result)
+
+        return done
+
+    def status(self) -> TeamStatus:
+        return TeamStatus(
+            team=self.team,
+            supervisor=self.pid,
+            forkserver=self.processes.forkserver_pid,
+            wake=self.options.wake,
+            started=self.started,
+            runtime=str(self.runtime),
+            lead_pid=self.lead.pid,
+            task_wakes=self.router.task_wakes,
+            lead_checks=self.lead.checks,
+            lead_check_seconds=self.lead.check_seconds,
+            teammates=self.children.statuses() + self.outsiders.statuses(),
+        )
+
+    def _spawn(self, caller: control.Caller, options: TeammateOptions) -> None:
+        """Check everything first: nothing is written for a spawn that cannot start."""
+        if self.children.stopping_all:
+            raise InvalidInput("the team is shutting down; no new teammates")
+        options, cwd = check_spawn(self.context, self.state.config.read(), options)
+        member = self.state.config.add_member(
+            options.name,
+            agent_type=options.agent_type,
+            model=options.model,
+            prompt=options.prompt,
+            plan_mode_required=options.plan_mode_required,
+            cwd=cwd,
+            backend_type=options.backend,
+            host=self.state.host,
+            rename=options.rename,
+        )
+        mailbox = self.state.mailbox(member.name)
+        if options.prompt:
+            # The first inbox message is the prompt, from the lead, with no summary or color.
+            mailbox.append(sender=LEAD_NAME, text=options.prompt, member_checked=True)
+        else:
+            mailbox.create()
+        renamed = options.name if member.name != options.name else ""
+        spec = teammate_spec(self.context, member, permission_mode=options.permission_mode)
+        self._launch(spec, self._replier(caller, renamed_from=renamed))
+
+    def _spawn_subagent(self, caller: control.Caller, options: SubagentOptions) -> None:
+        """A subagent of a running teammate or of the lead agent: its own process, forked
+        like a teammate, not a member of the team, stopped with its parent."""
+        parent = self.children.by_name.get(options.parent)
+        if parent is not None and parent.spec.role != "teammate":
+            raise InvalidInput("a subagent cannot start subagents or teammates (the roster is flat)")
+        if parent is None and not (options.parent == LEAD_NAME and self.lead.pid is not None):
+            raise NotFound(f"{options.parent!r} is not a running agent of this team")
+        spec = subagent_spec(self.context, self.state.config.read(), options, parent.spec if parent else None)
+        subagents.write(
+            self.paths,
+            SubagentResult(
+                id=spec.agent_name,
+                parent=options.parent,
+                description=options.description,
+                prompt=options.prompt,
+                agent_type=options.agent_type,
+                background=options.background,
+                started_ms=now_ms(),
+            ),
+        )
+        output = str(self.paths.subagent_result(spec.agent_name))
+
+        def ready(result: msgspec.Struct | None, error: str) -> None:
+            if error:
+                self.control.fail(caller, error)
+            else:
+                pid = result.pid if isinstance(result, SpawnReply) else None
+                self.control.answer(caller, SubagentReply(id=spec.agent_name, pid=pid, output_file=output))
+
+        self._launch(spec, ready)
+
+    # ------------------------------------------------------------ down
+
+    def _begin_down(self, grace: float) -> None:
+        self.children.stop_all(grace, self._finish_down)
+
+    def _finish_down(self) -> None:
+        for caller in self.down_callers:
+            self.control.answer(caller)
+        self.down_callers.clear()
+        self.reactor.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+
+    def take(flag: str) -> str:
+        i = args.index(flag)
+        value = args[i + 1]
+        del args[i : i + 2]
+        return value
+
+    root, team = take("--root"), take("--team")
+    ready_fd = int(take("--ready-fd")) if "--ready-fd" in args else -1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(message)s", stream=sys.stderr)
+    memtrace.start("supervisor")
+    try:
+        sup = Supervisor(Path(root), team, SupervisorOptions.from_argv(args))
+        sup.start()
+    except AgentTeamsError as exc:
+        if ready_fd >= 0:
+            os.write(ready_fd, f"error {exc.message}\n".encode())
+        print(f"supervisor: {exc.message}", file=sys.stderr)
+        return 1
+    if ready_fd >= 0:
+        os.write(ready_fd, f"ok {os.getpid()}\n".encode())
+        os.close(ready_fd)
+    sup.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

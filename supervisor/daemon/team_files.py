@@ -1,0 +1,87 @@
+"""The :class:`~supervisor.daemon.child.TeamPort` on the real files: what a teammate's start,
+exit or stop changes in config.json, the task list, events.jsonl and subagent results."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable
+
+import msgspec
+
+from ipc import subagents
+from ipc.errors import AgentTeamsError, CorruptFile, NotFound
+from ipc.launch import LaunchSpec
+from ipc.schemas import LEAD_NAME, TeammateTerminated
+from ipc.storage import append_line
+from ipc.team_state import TeamState
+from supervisor.daemon.router import Router
+
+log = logging.getLogger("agentteams.supervisor")
+
+
+class TeamFiles:
+    """A config.json that does not parse (a hand edit, another program) is logged, never
+    allowed to stop a teammate from being started, reaped or stopped: the team must stay
+    controllable."""
+
+    def __init__(self, state: TeamState, router: Router) -> None:
+        self.state = state
+        self.config = state.config
+        self.router = router
+
+    def _config(self, what: str, change: Callable[[], object]) -> None:
+        try:
+            change()
+        except (CorruptFile, NotFound) as exc:
+            log.error("could not record that %s in config.json: %s", what, exc.message)
+
+    def started(self, spec: LaunchSpec, pid: int) -> None:
+        if spec.role == "teammate":
+            self._config(
+                f"{spec.agent_name} started",
+                lambda: self.config.update_member(
+                    spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
+                ),
+            )
+
+    def release(self, name: str, error: str = "") -> list[str]:
+        return self.state.tasks.release_owner(name, error=error)
+
+    def left(self, name: str) -> None:
+        self._config(f"{name} left", lambda: self.config.remove_member(name))
+        self.router.drop(name)
+
+    def inactive(self, name: str) -> None:
+        def change() -> None:
+            if self.config.require_member(name).is_active is not False:
+                self.config.update_member(name, is_active=False)
+
+        self._config(f"{name} is inactive", change)
+
+    def terminated(self, event: TeammateTerminated) -> None:
+        append_line(self.state.paths.events, msgspec.json.encode(event))
+        self.router.wake(LEAD_NAME)  # a lead agent that runs hears of it as its next turn
+
+    def request_shutdown(self, name: str, reason: str) -> str:
+        response = self.state.messenger.send_shutdown_request(LEAD_NAME, name, reason)
+        return str(response["request_id"])
+
+    def tasks_ready(self, ids: list[str]) -> None:
+        self.router.route_tasks(ids)
+
+    def subagent_exited(self, spec: LaunchSpec, code: int) -> None:
+        """A subagent that died without saying how it ended: its parent is told it failed."""
+        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        killed = code < 0 or code == 128 + signal.SIGTERM  # a teammate exits 128+n on a signal
+        try:
+            subagents.finish(
+                self.state.paths,
+                spec.agent_name,
+                "killed" if killed else "failed",
+                error=f"its process ended ({how})",
+            )
+        except AgentTeamsError as exc:
+            log.error("subagent %s: %s", spec.agent_name, exc.message)
+        self.router.drop(spec.agent_name)
+        self.router.wake(spec.parent)

@@ -1,0 +1,80 @@
+"""``agentteams mcp TEAM [--as NAME] [--http HOST:PORT] [--print-config FORMAT]``. Light to
+import (the parser of every command has it): the SDK is loaded only when the door runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ipc.launch import DEFAULT_FALLBACK_POLL
+from supervisor.client.handle import TeamHandle
+from supervisor.mcp import client_config
+
+HELP = "serve a team to any MCP client (stdio, or streamable HTTP with --http)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("team")
+    parser.add_argument(
+        "--as", dest="as_member", default=None, metavar="NAME", help="join the team as this member"
+    )
+    parser.add_argument("--http", default=None, metavar="HOST:PORT", help="streamable HTTP instead of stdio")
+    parser.add_argument(
+        "--token", default=None, help="the HTTP token (default: $AGENTTEAMS_MCP_TOKEN or a new one)"
+    )
+    parser.add_argument(
+        "--print-config",
+        nargs="?",
+        const="claude",
+        default=None,
+        choices=client_config.FORMATS,
+        help="print a client's config entry for this server and exit",
+    )
+    parser.add_argument(
+        "--fallback-poll",
+        type=float,
+        default=DEFAULT_FALLBACK_POLL,
+        help="seconds between safety re-reads of the inbox while waiting",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    team = TeamHandle(args.team, args.root)
+    team.store.read()  # an unknown team: one line, exit 1
+    if args.print_config:
+        print(client_config.render(args.print_config, team.name, args.as_member, args.root))
+        return 0
+    from supervisor.mcp.http import hosts_for, http_app, listen, new_token, serve
+    from supervisor.mcp.server import run_stdio
+
+    if not args.http:
+        run_stdio(team, args.as_member, fallback_poll=args.fallback_poll)
+        return 0
+    team.close()
+    sock = listen(args.http)
+    token = args.token or os.environ.get("AGENTTEAMS_MCP_TOKEN") or new_token()
+    hosts = hosts_for(sock)
+    app = http_app(
+        args.root,
+        team.name,
+        args.as_member,
+        token=token,
+        allowed_hosts=hosts,
+        fallback_poll=args.fallback_poll,
+    )
+    url = f"http://{hosts[0]}/mcp"
+
+    def ready() -> None:
+        if args.json:
+            print(json.dumps({"team": team.name, "member": args.as_member, "url": url, "token": token}))
+        else:
+            print(f"MCP server for team {team.name} at {url}; send 'Authorization: Bearer {token}'")
+        sys.stdout.flush()
+
+    try:
+        serve(app, sock, ready)
+    except KeyboardInterrupt:
+        pass  # SIGTERM or Ctrl-C: the server has stopped and the member left
+    return 0

