@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Protocol
 from ipc import control, link
 from ipc.engine import marker
 from ipc.launch import POLL_INTERVAL, LaunchSpec
-from ipc.paths import TeamPaths
 from ipc.poller import Poller, close_context, context
 from ipc.wake import WakeListener, Waker
 
@@ -43,7 +42,7 @@ class ZmqChannel:
     """Wait on the doorbell and the link; re-read the inbox anyway every ``fallback`` s."""
 
     def __init__(self, spec: LaunchSpec) -> None:
-        runtime = TeamPaths(spec.root, spec.team_name).runtime_dir()
+        runtime = spec.team_paths().runtime_dir()
         self.fallback = spec.fallback_poll
         self.ctx = context()
         self.link = link.AgentLink(self.ctx, runtime, spec.agent_name)
@@ -113,7 +112,7 @@ class PollChannel:
 
 def engine_listener(spec: LaunchSpec) -> EngineWakeListener | None:
     """The agent's doorbell on the engine, if its team is on one."""
-    paths = TeamPaths(spec.root, spec.team_name)
+    paths = spec.team_paths()
     link = marker.read(paths)
     if link is None:
         return None

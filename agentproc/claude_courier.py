@@ -36,7 +36,6 @@ from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
-from ipc.paths import TeamPaths
 from ipc.schemas import InboxMessage
 from ipc.wake import LazyWaker, socket_path
 
@@ -83,7 +82,7 @@ class Courier:
         self.spec = spec
         self.claude = claude
         self.on_held = on_held
-        self.paths = TeamPaths(spec.root, spec.team_name)
+        self.paths = spec.team_paths()
         self.runtime = self.paths.runtime_dir()
         self.config_dir = Path(spec.root).resolve()
         self.mailbox = Mailbox.at(self.paths, spec.agent_name)

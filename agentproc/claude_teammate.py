@@ -42,7 +42,6 @@ from ipc.errors import AgentTeamsError, StorageError
 from ipc.launch import LaunchSpec
 from ipc.locks import locked
 from ipc.osproc import pidfd_open, set_child_subreaper, set_parent_death_signal
-from ipc.paths import TeamPaths
 from ipc.storage import atomic_write, read_bytes
 from ipc.wake import socket_path
 
@@ -127,7 +126,7 @@ class ClaudeTeammate:
         extra: list[str] = []
         if self._wants_socket(env):
             self.socket = socket_path(
-                TeamPaths(self.spec.root, self.spec.team_name).runtime_dir(), self.spec.agent_name, "m"
+                self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m"
             )
             self.socket.unlink(missing_ok=True)
             extra = claude_code.socket_flags(self.socket)

@@ -12,7 +12,6 @@ from ipc.cc_peer import SupervisorRoute
 from ipc.cc_registry import mode_class
 from ipc.control import ControlClient
 from ipc.launch import LaunchSpec
-from ipc.paths import TeamPaths
 from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ class AgentContext:
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)
         self.cwd = Path(self.spec.cwd)
-        self.paths = TeamPaths(self.root, self.spec.team_name)
+        self.paths = self.spec.team_paths()
         self.team = self.paths.team
         self.state = TeamState(self.paths, doorbell=self.channel.waker(), on_ready=self.channel.tasks_ready)
         self.messenger = self.state.messenger

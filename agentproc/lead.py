@@ -35,7 +35,6 @@ from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
 from ipc import control, trace
 from ipc.errors import AgentTeamsError, NotRunning
 from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
-from ipc.paths import TeamPaths
 from ipc.poller import Poller, close_context, context
 from ipc.replies import LeadResult
 from ipc.schemas import LEAD_NAME, TeammateTerminated
@@ -55,7 +54,7 @@ class LeadChannel:
     waker for the teammates, task wakes through the supervisor, and the terminal."""
 
     def __init__(self, spec: LaunchSpec, *, terminal: bool) -> None:
-        runtime = TeamPaths(spec.root, spec.team_name).runtime_dir()
+        runtime = spec.team_paths().runtime_dir()
         self.zctx = context()
         self.listener = WakeListener(self.zctx, runtime, LEAD_AGENT)
         self._waker = Waker(runtime, ctx=self.zctx, linger_ms=200)

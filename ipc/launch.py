@@ -21,6 +21,7 @@ from ipc.boundary import input_errors
 from ipc.errors import InvalidInput
 from ipc.model_specs import check_model
 from ipc.options import Backend, check_permission_mode
+from ipc.paths import TeamPaths
 
 WakeMode = Literal["zmq", "poll"]
 RestartMode = Literal["never", "on-failure"]
@@ -102,6 +103,10 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def name(self) -> str:
         return self.agent_name
+
+    def team_paths(self) -> TeamPaths:
+        """Where this agent's team lives: every store and socket of the agent starts here."""
+        return TeamPaths(self.root, self.team_name)
 
 
 class LeadLaunch(msgspec.Struct, kw_only=True, frozen=True):

@@ -15,7 +15,6 @@ from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
 from agentproc.models.prompts import system_prompt
 from agentproc.tools import ToolBox
-from ipc.paths import TeamPaths
 
 log = logging.getLogger("agentteams.model")
 
@@ -30,7 +29,7 @@ class AnthropicModel:
         self.model_name = model_name
         spec = context.spec
         usage_name = spec.agent_name if spec.role != "subagent" else f"{spec.parent}.{spec.subagent_id}"
-        self.api = ApiCaller(TeamPaths(spec.root, spec.team_name), usage_name, model_name)
+        self.api = ApiCaller(spec.team_paths(), usage_name, model_name)
         self.max_turns = context.definition.max_turns or int(os.environ.get("AGENTTEAMS_MAX_TURNS", "50"))
         self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS", "4096"))
         self.system = system_prompt(spec, context.definition)
