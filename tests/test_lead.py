@@ -73,15 +73,23 @@ def background(description: str, prompt: str) -> dict[str, Any]:
     return {"description": description, "prompt": prompt, "run_in_background": True, "model": "offline"}
 
 
-def wrap_up(root: Path, team: str, state: dict[str, Any]) -> Reply:
-    """Once every task is completed: ask each teammate to leave, then delete the team."""
+def wrap_up(root: Path, team: str, state: dict[str, Any], request: dict[str, Any]) -> Reply:
+    """Once every task is completed: ask each teammate to leave, then, once the lead has been
+    told of every departure in a turn (not only seen the config change), delete the team."""
     tasks = TaskList(root, team).list()
     members = TeamConfigStore(root, team).read().teammates()
+    told = turn_text(request)
+    left: set[str] = state.setdefault("left", set())
+    left.update(
+        name
+        for name in state.get("asked", ())
+        if f"[shutdown approved] {name}" in told or f"[teammate terminated] {name}" in told
+    )
     if tasks and all(t.status == "completed" for t in tasks):
-        if not members:
+        if not members and left >= set(state.get("asked", ())):
             return tool_uses(("delete", "TeamDelete", {}))
         if not state.get("asked"):
-            state["asked"] = True
+            state["asked"] = [m.name for m in members]
             # 2.1.330's SendMessage spelling: {to, message: {type, reason}}
             return tool_uses(
                 *[
@@ -132,7 +140,7 @@ def test_a_lead_model_runs_a_three_task_dag_with_two_teammates_to_the_end(
             return text("All three tasks are done.")
         if done:
             return text("The team is at work.")
-        return wrap_up(root, "t", state)
+        return wrap_up(root, "t", state, request)
 
     with serve(script, monkeypatch) as api:
         team = Team.create("t", root=root, cwd=str(root))
@@ -165,7 +173,7 @@ def test_a_lead_model_cannot_delete_a_team_it_was_not_handed(
         if "delete" in done:
             refused.append(done["delete"][0])
             return text("The team stays.")
-        return wrap_up(root, "t", state)
+        return wrap_up(root, "t", state, request)
 
     with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(root))
