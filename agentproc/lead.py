@@ -32,7 +32,7 @@ from agentproc.models import Model, Turn, TurnOutcome
 from agentproc.permissions import NoAskPolicy
 from agentproc.runner import AgentRunner
 from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
-from ipc import control, trace
+from ipc import control, trace, trust
 from ipc.errors import AgentTeamsError, NotRunning
 from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
 from ipc.poller import Poller, close_context, context
@@ -143,16 +143,24 @@ class LeadLoop(AgentRunner):
             return Turn(kind="user", text=text, sender="user", content=text)
         if self.ctx.team_deleted:
             return None
-        messages = self.ctx.mailbox.take_where(lambda m: True)
+        messages, unverified = [], set()
+        for message in self.ctx.mailbox.take_where(lambda m: True):
+            check = self.ctx.gate.admit(message)  # refused ones become notices, never turns
+            if check is not None:
+                messages.append(message)
+                if check.status == trust.UNVERIFIED and isinstance(message.msg_id, str):
+                    unverified.add(message.msg_id)
+        refusals = tuple(self.ctx.gate.refusals)
+        self.ctx.gate.refusals.clear()
         events = self.events_pending + self._new_events()
         self.events_pending = []
-        if messages or events:
+        if messages or events or refusals:
             now = time.time_ns()
             for message in messages:
                 if trace.enabled() and isinstance(message.msg_id, str):
                     trace.record(self.ctx.paths, message.msg_id, LEAD_NAME, taken=now)
             self.result.messages += len(messages)
-            text = render_batch(messages, events)
+            text = render_batch(messages, events, frozenset(unverified), refusals)
             return Turn(kind="inbox", text=text, sender="", content=text, batch=tuple(messages))
         finished = subagents.next_notification(self.ctx) if self.ctx.background else None
         if finished is not None:

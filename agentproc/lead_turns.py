@@ -9,6 +9,7 @@ import json
 from msgspec import UNSET
 
 from agentproc.models import wrap_message
+from ipc import trust
 from ipc.schemas import (
     IdleNotification,
     InboxMessage,
@@ -63,8 +64,9 @@ def _permission(body: PermissionRequest) -> str:
     )
 
 
-def render_message(message: InboxMessage) -> str:
-    """One inbox message as the lead's model reads it."""
+def render_message(message: InboxMessage, verified: bool = True) -> str:
+    """One inbox message as the lead's model reads it (``verified``: False for a sender that
+    cannot sign, said in the wrapper)."""
     body = parse_body(message.text)
     if isinstance(body, IdleNotification):
         text = _idle(body)
@@ -78,7 +80,12 @@ def render_message(message: InboxMessage) -> str:
         text = f"[shutdown rejected] {body.from_} will keep working: {body.reason}"
     else:
         text = message.text
-    return wrap_message(message.from_, text, message.color_name, message.summary_text)
+    return wrap_message(message.from_, text, message.color_name, message.summary_text, verified=verified)
+
+
+def render_refusal(refusal: trust.Refusal) -> str:
+    """An entry refused as forged: the lead hears of it, never reads it as genuine."""
+    return f"<system-event>\n{trust.refusal_notice(refusal)}\n</system-event>"
 
 
 def render_event(event: TeammateTerminated) -> str:
@@ -97,5 +104,17 @@ def render_event(event: TeammateTerminated) -> str:
     return f"<system-event>\n{text}\n</system-event>"
 
 
-def render_batch(messages: list[InboxMessage], events: list[TeammateTerminated]) -> str:
-    return "\n\n".join([*(render_message(m) for m in messages), *(render_event(e) for e in events)])
+def render_batch(
+    messages: list[InboxMessage],
+    events: list[TeammateTerminated],
+    unverified: frozenset[str] = frozenset(),
+    refusals: tuple[trust.Refusal, ...] = (),
+) -> str:
+    """``unverified``: msg_ids of entries from senders that cannot sign."""
+    return "\n\n".join(
+        [
+            *(render_message(m, verified=m.msg_id not in unverified) for m in messages),
+            *(render_refusal(r) for r in refusals),
+            *(render_event(e) for e in events),
+        ]
+    )

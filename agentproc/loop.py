@@ -28,7 +28,7 @@ from agentproc.channel import Channel, Wakeup
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
 from agentproc.permissions import ModePolicy
 from agentproc.runner import AgentRunner
-from ipc import link, trace
+from ipc import link, trace, trust
 from ipc.clock import now_iso
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
@@ -122,6 +122,9 @@ class AgentLoop(AgentRunner):
                     woke=self.woke_ns or time.time_ns(),
                     taken=time.time_ns(),
                 )
+            check = self.ctx.gate.admit(message)
+            if check is None:
+                continue  # refused: recorded and reported to the lead, never shown to the model
             body = parse_body(message.text)
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info(
@@ -130,7 +133,13 @@ class AgentLoop(AgentRunner):
                 continue
             return Turn(
                 kind="shutdown" if isinstance(body, ShutdownRequest) else "message",
-                text=wrap_message(message.from_, message.text, message.color_name, message.summary_text),
+                text=wrap_message(
+                    message.from_,
+                    message.text,
+                    message.color_name,
+                    message.summary_text,
+                    verified=check.status != trust.UNVERIFIED,
+                ),
                 sender=message.from_,
                 body=body,
                 task_id=body.task_id if isinstance(body, TaskAssignment) else "",

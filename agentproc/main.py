@@ -14,12 +14,13 @@ from agentproc.channel import Channel, open_channel
 from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
 from agentproc.subagent import SubagentRun
-from ipc import memtrace
+from ipc import memtrace, trust
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import fix_malloc_mmap_threshold, kill_session, set_parent_death_signal, set_process_name
+from ipc.paths import TeamPaths
 
 _loop: AgentLoop | None = None
 _peer: ClaudePeer | None = None
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentproc: {exc.message}", file=sys.stderr)
         return 2
     set_process_name(f"at:{spec.agent_name}")
+    # Its private key, read from the pipe it inherited: it signs as itself, and only as itself.
+    key = trust.take_key()
+    trust.keyring.agent_process(TeamPaths(spec.root, spec.team_name), spec.agent_name, key)
     fix_malloc_mmap_threshold()  # again, for a teammate started without the fork server
     memtrace.start(spec.agent_name)
     signal.signal(signal.SIGTERM, _on_sigterm)

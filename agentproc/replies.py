@@ -18,8 +18,10 @@ def wait_for_reply(
     deadline = time.monotonic() + timeout
     while True:
         taken = ctx.mailbox.take_where(match, limit=1)
-        if taken:
+        if taken and ctx.gate.admit(taken[0]) is not None:
             return taken[0]
+        if taken:
+            continue  # a forged answer: refused and reported; the real one may still come
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None

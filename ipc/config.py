@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
+from ipc import trust
 from ipc.boundary import decode_errors, os_errors
 from ipc.clock import now_ms
 from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
@@ -156,6 +157,7 @@ class TeamConfigStore:
                 raise Conflict(f"team {self.team!r} already exists; pick another name or delete it first")
             created = now_ms()
             lead_id = agent_id(LEAD_NAME, self.team)
+            lead_key = trust.make_lead_key(self.paths)
             config = TeamConfig(
                 name=self.team,
                 description=description,
@@ -172,6 +174,7 @@ class TeamConfigStore:
                         tmux_pane_id="",
                         cwd=cwd or os.getcwd(),
                         subscriptions=[],
+                        verify_key=lead_key,
                     )
                 ],
             )
@@ -229,6 +232,15 @@ class TeamConfigStore:
 
         return self._mutate(add)
 
+    def ensure_lead_key(self) -> None:
+        """Give a team of ours made before keys existed a lead key pair. A team whose lead is
+        Claude Code's (2.1.330) or that has a lead key already is left alone."""
+        config = self.read()
+        lead = config.member(LEAD_NAME)
+        if config.writes_v2 or lead is None or isinstance(lead.verify_key, str):
+            return
+        self.set_key(LEAD_NAME, trust.make_lead_key(self.paths))
+
     def check_new_member(self, name: str) -> None:
         """Conflict if ``name`` is taken (a spawn that does not ask for a suffix)."""
         self._refuse_taken(normalise_agent_name(name), self.read())
@@ -276,10 +288,26 @@ class TeamConfigStore:
         def remove(config: TeamConfig) -> Member | None:
             for i, member in enumerate(config.members):
                 if member.name == target:
+                    retire_key(config, member)
                     return config.members.pop(i)
             return None
 
         return self._mutate(remove)
+
+    def set_key(self, name: str, key: str) -> None:
+        """Give member ``name`` a new public key (:mod:`ipc.trust`); its previous one is
+        retired, so what it signed before still verifies."""
+        target = normalise_agent_name(name)
+
+        def change(config: TeamConfig) -> None:
+            for i, member in enumerate(config.members):
+                if member.name == target:
+                    retire_key(config, member)
+                    config.members[i] = msgspec.structs.replace(member, verify_key=key)
+                    return
+            raise NotFound(f"{name!r} is not a member of team {self.team!r}")
+
+        self._mutate(change)
 
     def delete(self, *, force: bool = False) -> None:
         """Remove ``teams/{team}``, ``tasks/{team}`` and the team's runtime directory; refused
@@ -314,6 +342,15 @@ class TeamConfigStore:
         # Its sockets, pid file and logs go with it (the supervisor is down by now).
         shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
         self._cached = None
+
+
+def retire_key(config: TeamConfig, member: Member, keep: int = 8) -> None:
+    """Keep ``member``'s current public key among the retired ones (the newest ``keep``)."""
+    if not isinstance(member.verify_key, str):
+        return
+    retired = dict(config.retired_keys) if isinstance(config.retired_keys, dict) else {}
+    retired[member.name] = [*retired.get(member.name, []), member.verify_key][-keep:]
+    config.retired_keys = retired
 
 
 def join_index(config: TeamConfig, counted: int) -> int:

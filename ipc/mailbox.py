@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ipc import inbox_file
+from ipc import inbox_file, trust
 from ipc.boundary import os_errors
 from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
@@ -66,9 +66,11 @@ def new_message(
     color: str | UnsetType | None = UNSET,
     *,
     v2: bool = False,
+    paths: TeamPaths | None = None,
 ) -> InboxMessage:
     """An unread message, stamped now with a fresh ``msg_id``; ``v2`` adds Claude Code
-    2.1.330's ``msgV`` and ``type``."""
+    2.1.330's ``msgV`` and ``type``. Signed (:mod:`ipc.trust`) when this process holds the
+    sender's key in the team of ``paths``."""
     message = InboxMessage(
         from_=sender,
         text=text,
@@ -80,7 +82,7 @@ def new_message(
     )
     if v2:
         message.msg_v, message.type = 1, "message"
-    return message
+    return trust.sign_as(paths, message) if paths is not None else message
 
 
 class _ContentEntry(msgspec.Struct):
@@ -303,7 +305,7 @@ class Mailbox:
         inbox is never created for a stranger. ``v2`` writes Claude Code 2.1.330's shape."""
         if not member_checked:
             TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
-        return self.append_message(new_message(sender, text, summary, color, v2=v2))
+        return self.append_message(new_message(sender, text, summary, color, v2=v2, paths=self.paths))
 
     # ------------------------------------------------------------ taking (the hand-off)
 

@@ -90,7 +90,7 @@ class Messenger:
         ``courier``: ``name`` is a Claude Code teammate; its courier, if it runs, delivers
         the message through ``claude``'s own socket and appends it (:mod:`ipc.courier`)."""
         sent = time.time_ns()
-        message = new_message(sender, text, summary, color, v2=v2)
+        message = new_message(sender, text, summary, color, v2=v2, paths=self.paths)
         if courier:
             mode = self.attest() if self.attest is not None else None
             message = hand_over(self.paths.runtime_dir(), self.mailbox(name), message, mode)

@@ -43,6 +43,7 @@ class Member(Struct, rename="camel", kw_only=True):
     backend_type: str | UnsetType = UNSET
     is_active: bool | UnsetType = UNSET
     host: str | UnsetType = UNSET  # the host it runs on, in a team on the engine
+    verify_key: str | UnsetType = UNSET  # its Ed25519 public key (ipc.trust); none: it cannot sign
 
     @property
     def host_name(self) -> str:
@@ -78,6 +79,8 @@ class TeamConfig(Struct, rename="camel", kw_only=True):
     lead_session_id: str = ""
     lead_process: LeadProcess | UnsetType = UNSET
     members: list[Member] = []
+    # Public keys of earlier incarnations and removed members: what they wrote still verifies.
+    retired_keys: dict[str, list[str]] | UnsetType = UNSET
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
@@ -110,6 +113,9 @@ class InboxMessage(Struct, kw_only=True):
     msg_id: Any = UNSET
     msg_v: Any = field(name="msgV", default=UNSET)
     type: Any = UNSET
+    from_plugin: Any = UNSET
+    lead_sig: Any = UNSET  # Claude Code 2.1.330's signature on team-lead's entries (ipc.trust)
+    sig: Any = UNSET  # the same scheme on every other member's entries
 
     @property
     def summary_text(self) -> str:

@@ -31,6 +31,7 @@ def test_append_read_unread_mark(root: Path, team: str) -> None:
         "read": True,
         "summary": "greeting",
         "msg_id": stored.msg_id,
+        "lead_sig": stored.lead_sig,  # the team's lead signs what it writes (trust)
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -49,7 +50,25 @@ class Model(Protocol):
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome: ...
 
 
-def wrap_message(sender: str, text: str, color: str = "", summary: str = "") -> str:
+def wrap_message(sender: str, text: str, color: str = "", summary: str = "", *, verified: bool = True) -> str:
     """A teammate message as Claude Code wraps it for the model, so prompts written for
-    Claude Code read the same here."""
-    return f'<teammate-message teammate_id="{sender}" color="{color}" summary="{summary}">\n{text}\n</teammate-message>'
+    Claude Code read the same here. Nothing inside can close or open a wrapper (it is made
+    inert), and an entry from a writer that cannot sign says so (``verified="false"``)."""
+    mark = "" if verified else ' verified="false"'
+    return (
+        f'<teammate-message teammate_id="{_attr(sender)}" color="{_attr(color)}" '
+        f'summary="{_attr(summary)}"{mark}>\n{inert(text)}\n</teammate-message>'
+    )
+
+
+# An opening or closing tag of a wrapper the model is shown (however spaced or cased).
+_WRAPPER_TAG = re.compile(r"<(\s*/?\s*)(teammate-message|system-event|task-notification)", re.IGNORECASE)
+
+
+def inert(text: str) -> str:
+    """``text`` with every wrapper tag defused (``<`` written ``&lt;``): shown, never obeyed."""
+    return _WRAPPER_TAG.sub(r"&lt;\1\2", text)
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")

@@ -22,12 +22,11 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ipc import inbox_file
-from ipc.clock import now_iso
 from ipc.config import TeamConfigStore
 from ipc.engine.feed import InboxFeed
 from ipc.engine.team import EngineTeam, Stale
 from ipc.errors import Conflict, NotFound
-from ipc.mailbox import Mailbox, decode_message, new_msg_id
+from ipc.mailbox import Mailbox, decode_message, new_message, new_msg_id
 from ipc.paths import TeamPaths
 from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
@@ -186,17 +185,7 @@ class EngineMailbox(Mailbox):
     ) -> InboxMessage:
         if not member_checked:
             self.store.require_member(self.agent)
-        message = InboxMessage(
-            from_=sender,
-            text=text,
-            timestamp=now_iso(),
-            read=False,
-            summary=UNSET if summary is None else summary,
-            color=UNSET if color is None else color,
-            msg_id=new_msg_id(),
-        )
-        if v2:
-            message.msg_v, message.type = 1, "message"
+        message = new_message(sender, text, summary, color, v2=v2, paths=self.paths)
         return self.append_message(message)
 
     # ------------------------------------------------------------ taking

@@ -16,6 +16,7 @@ find it by ``--agent-id``.
 from __future__ import annotations
 
 import argparse
+import array
 import importlib
 import os
 import signal
@@ -32,6 +33,7 @@ from ipc.osproc import (
     set_parent_death_signal,
     set_process_name,
 )
+from ipc.trust import KEY_FD_ENV
 
 
 class SpawnOrder(msgspec.Struct):
@@ -57,16 +59,35 @@ def serve(sock: socket.socket, supervisor_pid: int, module_name: str) -> None:
     fix_malloc_mmap_threshold()  # before the teammates' imports: every teammate inherits it
     module = importlib.import_module(module_name)  # warm: the teammate's imports are paid once, here
     buffer = bytearray(1 << 20)  # one, reused: it lives as long as the team, and so must not grow
+    fd_space = socket.CMSG_SPACE(array.array("i").itemsize)
     while True:
-        size = sock.recv_into(buffer)
+        size, ancillary, _, _ = sock.recvmsg_into([buffer], fd_space)
         if not size:
             return
+        key_fd = _passed_fd(ancillary)
         try:
             order = msgspec.msgpack.decode(memoryview(buffer)[:size], type=SpawnOrder)
+            if key_fd is not None:
+                order.env[KEY_FD_ENV] = str(key_fd)  # the descriptor's number, not the key
             pid = _double_fork(order, sock, supervisor_pid, module)
             sock.send(msgspec.msgpack.encode(Spawned(pid=pid)))
         except Exception as exc:  # report, keep serving
             sock.send(msgspec.msgpack.encode(Spawned(error=f"{type(exc).__name__}: {exc}")))
+        finally:
+            if key_fd is not None:
+                os.close(key_fd)  # the teammate has it; this process keeps no key
+
+
+def _passed_fd(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The descriptor the supervisor sent along with an order (a teammate's key pipe)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            for extra in fds[1:]:
+                os.close(extra)
+            return fds[0] if fds else None
+    return None
 
 
 def _double_fork(order: SpawnOrder, sock: socket.socket, supervisor_pid: int, module: object) -> int:

@@ -14,12 +14,13 @@ import logging
 import os
 import time
 
+from ipc import trust
 from ipc.errors import AgentTeamsError
 from ipc.inbox_scan import Cursor, Scanned, archive_scanned, mark_scanned, scan
 from ipc.launch import POLL_INTERVAL, SupervisorOptions
 from ipc.mailbox import archive_threshold
 from ipc.osproc import pidfd_open
-from ipc.schemas import LEAD_NAME, InboxMessage
+from ipc.schemas import LEAD_NAME, InboxMessage, parse_body
 from ipc.team_state import TeamState
 from ipc.wake import LEAD_AGENT, WakeListener
 from supervisor.daemon import lead_inbox
@@ -58,6 +59,7 @@ class LeadDesk:
         self.pid: int | None = None  # a running lead agent
         self.pidfd: int | None = None
         self.doorbell = doorbell
+        self.verifier = trust.Verifier(state.config, LEAD_NAME)
         if self.doorbell is not None:
             reactor.add_reader(self.doorbell, self._on_wake)
         self._schedule()
@@ -104,7 +106,7 @@ class LeadDesk:
         for entry in new:
             if entry.message.read:
                 continue
-            verdict = lead_inbox.judge(entry.message, policy)
+            verdict = self._judge(entry.message, policy)
             for action in verdict.actions:
                 self._apply(action)
             if verdict.take:
@@ -128,7 +130,7 @@ class LeadDesk:
         for seq, message in unread:
             if seq <= self.engine_cursor or message.from_ not in self.children.by_name:
                 continue
-            verdict = lead_inbox.judge(message, policy)
+            verdict = self._judge(message, policy)
             for action in verdict.actions:
                 self._apply(action)
             if verdict.take:
@@ -140,6 +142,15 @@ class LeadDesk:
             except AgentTeamsError as exc:
                 log.warning("lead inbox: %s; will look again", exc.message)
                 self.engine_cursor = 0
+
+    def _judge(self, message: InboxMessage, policy: lead_inbox.Policy) -> lead_inbox.Verdict:
+        """What to do with one entry, verified first: nothing it claims is acted on unless
+        its sender may say it (ipc.trust)."""
+        reason = trust.refusal(message, parse_body(message.text), self.verifier.check(message))
+        verdict = lead_inbox.judge(message, policy, reason)
+        if verdict.take and reason is None:
+            self.verifier.taken(message)
+        return verdict
 
     def _policy(self) -> lead_inbox.Policy:
         return lead_inbox.Policy(
@@ -178,6 +189,8 @@ class LeadDesk:
             children.on_shutdown_approved(action.name, action.request_id)
         elif isinstance(action, lead_inbox.ExitRejected):
             children.on_shutdown_rejected(action.name, action.request_id, action.reason)
+        elif isinstance(action, lead_inbox.Refuse):
+            trust.record_refusal(self.state.paths, LEAD_NAME, action.message, action.reason)
         elif isinstance(action, lead_inbox.AnswerPlan) and action.name in children.by_name:
             self.state.messenger.send_body(LEAD_NAME, action.name, action.response)
 

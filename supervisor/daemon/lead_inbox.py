@@ -50,7 +50,15 @@ class AnswerPlan:
     response: PlanApprovalResponse
 
 
-Action = Idle | ExitApproved | ExitRejected | AnswerPlan
+@dataclass(frozen=True)
+class Refuse:
+    """An entry that failed verification or claims what its sender may not say (ipc.trust)."""
+
+    message: InboxMessage
+    reason: str
+
+
+Action = Idle | ExitApproved | ExitRejected | AnswerPlan | Refuse
 
 
 @dataclass(frozen=True)
@@ -66,10 +74,14 @@ class Policy:
     lead_attached: bool = False
 
 
-def judge(message: InboxMessage, policy: Policy) -> Verdict:
+def judge(message: InboxMessage, policy: Policy, refused: str | None = None) -> Verdict:
+    """``refused``: why the entry must not be acted on (:func:`ipc.trust.refusal`), if so."""
     body = parse_body(message.text)
     sender = message.from_
     take = not policy.lead_attached
+    if refused is not None:
+        # Recorded by whoever reads for the lead: here, or the lead agent when one runs.
+        return Verdict(take, (Refuse(message, refused),) if take else ())
     if isinstance(body, IdleNotification):
         return Verdict(take, (Idle(sender),))
     if isinstance(body, ShutdownApproved):

@@ -14,11 +14,13 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 import psutil
 
+from ipc import trust
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session
@@ -52,8 +54,14 @@ class ForkServer:
         self.sock = parent_end
         self.sock.settimeout(SPAWN_TIMEOUT)
 
-    def spawn(self, order: SpawnOrder) -> int:
-        self.sock.send(msgspec.msgpack.encode(order))
+    def spawn(self, order: SpawnOrder, key_fd: int | None = None) -> int:
+        """Start one teammate; ``key_fd`` (a pipe holding its private key) goes along as an
+        inherited descriptor, never in the order's bytes."""
+        data = msgspec.msgpack.encode(order)
+        if key_fd is None:
+            self.sock.send(data)
+        else:
+            socket.send_fds(self.sock, [data], [key_fd])
         reply = msgspec.msgpack.decode(self.sock.recv(65536), type=Spawned)
         if reply.error:
             raise AgentTeamsError(f"the fork server could not start it: {reply.error}")
@@ -66,9 +74,18 @@ class ForkServer:
 
 
 class Processes:
-    def __init__(self, runtime: Path, *, method: str = "forkserver") -> None:
+    def __init__(
+        self,
+        runtime: Path,
+        *,
+        method: str = "forkserver",
+        issue_key: Callable[[LaunchSpec], bytes | None] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.method = method
+        # A new private key per start (the public half already in the config), handed to the
+        # process through a pipe it inherits (:mod:`ipc.trust`).
+        self.issue_key = issue_key
         self.logs = runtime / "logs"
         self.logs.mkdir(mode=0o700, exist_ok=True)
         self.forkserver: ForkServer | None = None
@@ -90,23 +107,34 @@ class Processes:
         return self.logs / f"{spec.agent_name}.log"
 
     def start(self, spec: LaunchSpec) -> int:
+        key = self.issue_key(spec) if self.issue_key is not None else None
+        key_fd = trust.hand_key(trust.key_from_bytes(key)) if key is not None else None
+        try:
+            return self._start(spec, key_fd)
+        finally:
+            if key_fd is not None:
+                os.close(key_fd)  # the child has its own copy (or never started)
+
+    def _start(self, spec: LaunchSpec, key_fd: int | None) -> int:
         argv = spec.to_argv()
         env = {**os.environ, **spec.to_env()}
+        env.pop(trust.KEY_FD_ENV, None)
         cwd = spec.cwd if os.path.isdir(spec.cwd) else str(self.runtime)
         log_file = self.log_path(spec)
         server = self._forkserver()
         if server is not None:
             title = f"{sys.executable} -m agentproc"
+            order = SpawnOrder(argv=argv, env=env, cwd=cwd, log=str(log_file), title=title)
             try:
-                return server.spawn(SpawnOrder(argv=argv, env=env, cwd=cwd, log=str(log_file), title=title))
+                return server.spawn(order, key_fd)
             except (OSError, msgspec.DecodeError) as exc:
                 log.error("the fork server failed (%s); starting a new one", exc)
                 self._drop_forkserver()
                 server = self._forkserver()
                 if server is not None:
-                    return server.spawn(
-                        SpawnOrder(argv=argv, env=env, cwd=cwd, log=str(log_file), title=title)
-                    )
+                    return server.spawn(order, key_fd)
+        if key_fd is not None:
+            env[trust.KEY_FD_ENV] = str(key_fd)  # the descriptor's number, not the key
         with open(log_file, "ab") as out:
             try:
                 proc = subprocess.Popen(
@@ -117,6 +145,7 @@ class Processes:
                     stdout=out,
                     stderr=out,
                     start_new_session=True,
+                    pass_fds=() if key_fd is None else (key_fd,),
                 )
             except OSError as exc:
                 raise AgentTeamsError(f"cannot start a teammate process: {exc.strerror}") from exc

@@ -97,6 +97,8 @@ class Supervisor:
         self.router = Router(self.reactor, self.ctx, self.runtime, self.waker)
         self.processes = Processes(self.runtime, method=self.options.spawn)
         self.files = TeamFiles(self.state, self.router)
+        self.processes.issue_key = self.files.issue_key
+        self._ensure_lead_key()
         policy = RestartPolicy(
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
@@ -124,6 +126,13 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self.reactor.on_signal(sig, self._on_terminate)
         self._resume_members()
+
+    def _ensure_lead_key(self) -> None:
+        """A team made before keys existed gets its lead's key pair now (ipc.trust)."""
+        try:
+            self.state.config.ensure_lead_key()
+        except AgentTeamsError as exc:
+            log.error("no lead key for this team: %s", exc.message)
 
     def _expose_lead(self) -> ClaudePeer:
         """The lead's side, listed to the sessions of ``--claude-peers``: what they send lands

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ipc import subagents
+from ipc import subagents, trust
 from ipc.errors import AgentTeamsError, CorruptFile, NotFound
 from ipc.launch import LaunchSpec
 from ipc.schemas import LEAD_NAME, TeammateTerminated
@@ -44,6 +44,21 @@ class TeamFiles:
                     spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
                 ),
             )
+
+    def issue_key(self, spec: LaunchSpec) -> bytes | None:
+        """A fresh key pair for an agent of ours about to start (each incarnation its own):
+        the public key goes in the config, the previous one retired; the private key is
+        returned for that process alone (:mod:`ipc.trust`). A ``claude`` teammate signs
+        nothing of ours: no key."""
+        if spec.role != "teammate" or spec.backend == "claude-code":
+            return None
+        key = trust.new_key()
+        try:
+            self.config.set_key(spec.agent_name, trust.public_text(key))
+        except (CorruptFile, NotFound) as exc:
+            log.error("no key for %s: %s", spec.agent_name, exc.message)
+            return None
+        return trust.key_bytes(key)
 
     def release(self, name: str, error: str = "") -> list[str]:
         return self.state.tasks.release_owner(name, error=error)

@@ -1,0 +1,438 @@
+"""Who said what: Ed25519 signatures on inbox entries, and the check every reader makes.
+
+Any agent's tools can write any file its uid can, so the ``from`` of an inbox entry proves
+nothing. Every member of our teams has a key pair: a teammate's is made by the supervisor at
+each start and handed to the process through an inherited pipe (never argv, the environment
+or a file); the lead's is made with the team and kept in ``keys/`` (which no agent's tools
+may touch, :mod:`agentproc.permissions`). Public keys are in the config (``verifyKey`` of
+each member; ``retiredKeys`` keeps those of earlier incarnations and removed members, so
+what they wrote still verifies).
+
+One scheme, Claude Code 2.1.330's for its lead: an Ed25519 signature, base64url, over the
+compact JSON array ``[TAG, msg_id, from, timestamp, text, summary|null, color|null,
+from_plugin|null]``. Entries from ``team-lead`` carry it as ``lead_sig`` with Claude Code's
+tag (so ``claude --lead-verify-key`` teammates verify ours); everyone else's as ``sig`` with
+our own tag. A key is written as Claude Code writes ``--lead-verify-key``:
+``{epoch_ms}.{base64url DER SubjectPublicKeyInfo}``; an entry stamped before its key's epoch
+does not verify with it.
+
+A reader classes each entry :data:`VERIFIED`, :data:`UNVERIFIED` (the sender is no member
+that signs: Claude Code 2.1.38, a peer tool, a person's ``--from``) or :data:`FORGED` (it
+claims a sender that signs, and the signature is missing, wrong, or a ``msg_id`` seen
+before).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_der_public_key
+
+from ipc.clock import now_iso, now_ms
+from ipc.paths import TeamPaths
+from ipc.schemas import (
+    LEAD_NAME,
+    IdleNotification,
+    InboxMessage,
+    PermissionRequest,
+    PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    ProtocolBody,
+    ShutdownApproved,
+    ShutdownRejected,
+    ShutdownRequest,
+    TaskAssignment,
+    TeamConfig,
+)
+from ipc.storage import append_line, atomic_write, read_bytes
+
+log = logging.getLogger("agentteams.trust")
+
+LEAD_TAG = "claude-team-lead-entry-v1"  # Claude Code 2.1.330's, for team-lead's entries
+MEMBER_TAG = "agentteams-entry-v1"  # the same scheme, for every other member's
+KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carries a key (not the key)
+# Set in every agent process but the lead's, and so inherited by its tools: code running
+# under an agent never reads the lead's key file (a heuristic: a tool could unset it).
+UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
+RETIRED_KEEP = 8  # retired keys kept per name
+
+Status = Literal["verified", "unverified", "forged"]
+VERIFIED: Status = "verified"
+UNVERIFIED: Status = "unverified"
+FORGED: Status = "forged"
+
+
+# ---------------------------------------------------------------- keys
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64url(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def new_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def key_bytes(key: Ed25519PrivateKey) -> bytes:
+    """The 32 raw bytes of the private key (what a pipe or the lead's key file carries)."""
+    from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+
+    return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+
+
+def key_from_bytes(data: bytes) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(data)
+
+
+def public_text(key: Ed25519PrivateKey, epoch_ms: int | None = None) -> str:
+    """``{epoch_ms}.{base64url DER SPKI}``: Claude Code's ``--lead-verify-key`` form."""
+    der = key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    return f"{now_ms() if epoch_ms is None else epoch_ms}.{b64url(der)}"
+
+
+_public_cache: dict[str, tuple[int, Ed25519PublicKey] | None] = {}
+
+
+def parse_public(text: str) -> tuple[int, Ed25519PublicKey] | None:
+    """(epoch ms, key) of a key written by :func:`public_text`; None if it is not one."""
+    if text in _public_cache:
+        return _public_cache[text]
+    parsed: tuple[int, Ed25519PublicKey] | None = None
+    epoch, _, der = text.partition(".")
+    try:
+        public = load_der_public_key(unb64url(der))
+        if epoch.isdigit() and isinstance(public, Ed25519PublicKey):
+            parsed = (int(epoch), public)
+    except (ValueError, TypeError):
+        parsed = None
+    if len(_public_cache) > 4096:
+        _public_cache.clear()
+    _public_cache[text] = parsed
+    return parsed
+
+
+# ---------------------------------------------------------------- the scheme
+
+
+def _opt(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def payload(message: InboxMessage) -> bytes:
+    """The bytes signed for ``message`` (JSON.stringify of Claude Code's array)."""
+    tag = LEAD_TAG if message.from_ == LEAD_NAME else MEMBER_TAG
+    return msgspec.json.encode(
+        [
+            tag,
+            _opt(message.msg_id),
+            message.from_,
+            message.timestamp,
+            message.text,
+            _opt(message.summary),
+            _opt(message.color),
+            _opt(message.from_plugin),
+        ]
+    )
+
+
+def sign(message: InboxMessage, key: Ed25519PrivateKey) -> InboxMessage:
+    """Set the entry's signature (``lead_sig`` for team-lead, ``sig`` for others)."""
+    signature = b64url(key.sign(payload(message)))
+    if message.from_ == LEAD_NAME:
+        message.lead_sig = signature
+    else:
+        message.sig = signature
+    return message
+
+
+def signature_of(message: InboxMessage) -> str | None:
+    return _opt(message.lead_sig if message.from_ == LEAD_NAME else message.sig)
+
+
+def _epoch_of(timestamp: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def signed_by(message: InboxMessage, keys: Iterable[str]) -> bool:
+    """True if the entry's signature verifies with one of ``keys`` whose epoch it is not before."""
+    signature = signature_of(message)
+    if signature is None or not isinstance(message.msg_id, str):
+        return False
+    try:
+        raw = unb64url(signature)
+    except ValueError:
+        return False
+    stamped = _epoch_of(message.timestamp)
+    data = payload(message)
+    for text in keys:
+        parsed = parse_public(text)
+        if parsed is None or stamped is None or stamped < parsed[0]:
+            continue
+        try:
+            parsed[1].verify(raw, data)
+            return True
+        except InvalidSignature:
+            continue
+    return False
+
+
+# ---------------------------------------------------------------- who holds which key
+
+
+class Keyring:
+    """The private keys this process signs with: its own member's (handed to it), and the
+    lead's (read from ``keys/`` by lead-side processes; never by an agent of the team)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[str, str], Ed25519PrivateKey | None] = {}
+        self.lead_file_allowed = UNDER_AGENT_ENV not in os.environ
+
+    def install(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey) -> None:
+        self._keys[(str(paths.team_dir), name)] = key
+
+    def agent_process(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey | None) -> None:
+        """This process is the agent ``name``: it signs as itself only, and never reads the
+        lead's key file (its own code never speaks for the lead)."""
+        self.lead_file_allowed = name == LEAD_NAME
+        if not self.lead_file_allowed:
+            os.environ[UNDER_AGENT_ENV] = name  # its tools inherit it
+        self._keys.clear()
+        if key is not None:
+            self.install(paths, name, key)
+
+    def key_for(self, paths: TeamPaths, sender: str) -> Ed25519PrivateKey | None:
+        slot = (str(paths.team_dir), sender)
+        if slot in self._keys:
+            return self._keys[slot]
+        key = None
+        if sender == LEAD_NAME and self.lead_file_allowed:
+            data = read_bytes(lead_key_path(paths))
+            key = key_from_bytes(data) if data is not None and len(data) == 32 else None
+        if key is not None or sender == LEAD_NAME:
+            self._keys[slot] = key
+        return key
+
+    def forget(self, paths: TeamPaths) -> None:
+        for slot in [s for s in self._keys if s[0] == str(paths.team_dir)]:
+            del self._keys[slot]
+
+
+keyring = Keyring()
+
+
+def sign_as(paths: TeamPaths, message: InboxMessage) -> InboxMessage:
+    """Sign ``message`` if this process holds its sender's key; else leave it unsigned."""
+    key = keyring.key_for(paths, message.from_)
+    return sign(message, key) if key is not None else message
+
+
+def lead_key_path(paths: TeamPaths) -> Path:
+    return paths.team_dir / "keys" / f"{LEAD_NAME}.key"
+
+
+def make_lead_key(paths: TeamPaths) -> str:
+    """Make the lead's key pair for a team of ours (replacing any); its public key, to be
+    written as the lead member's ``verifyKey``."""
+    key = new_key()
+    atomic_write(lead_key_path(paths), key_bytes(key))
+    keyring.forget(paths)
+    return public_text(key)
+
+
+# ---------------------------------------------------------------- handing a key over
+
+
+def hand_key(key: Ed25519PrivateKey) -> int:
+    """A pipe's read end holding the key (the writer closed): the caller passes it to the
+    child process and closes its own copy."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, key_bytes(key))
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+def take_key(environ: dict[str, str] | os._Environ[str] | None = None) -> Ed25519PrivateKey | None:
+    """The key handed to this process (read once; the pipe closed and its number forgotten)."""
+    env = os.environ if environ is None else environ
+    number = env.pop(KEY_FD_ENV, "")
+    if not number.isdigit():
+        return None
+    fd = int(number)
+    try:
+        data = os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    return key_from_bytes(data) if len(data) == 32 else None
+
+
+# ---------------------------------------------------------------- reading
+
+
+def keys_of(config: TeamConfig, name: str) -> tuple[list[str], bool]:
+    """(public keys an entry from ``name`` may verify with, whether ``name`` signs)."""
+    member = config.member(name)
+    retired = config.retired_keys.get(name, []) if isinstance(config.retired_keys, dict) else []
+    current = member.verify_key if member is not None and isinstance(member.verify_key, str) else None
+    if member is not None and current is None:
+        return [], False  # a member that cannot sign (a claude teammate, an outside tool)
+    keys = ([current] if current else []) + [k for k in retired if isinstance(k, str)]
+    return keys, bool(keys)
+
+
+@dataclass(frozen=True)
+class Check:
+    status: Status
+    reason: str = ""
+    member: bool = True  # the claimed sender is the lead or a member (or was one)
+
+
+class Verifier:
+    """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
+
+    def __init__(self, config: Any, reader: str, seen: Iterable[str] = ()) -> None:
+        # ``config``: anything with read() -> TeamConfig (the store, cached by file identity).
+        self.config = config
+        self.reader = reader
+        self.seen: set[str] = set(seen)
+
+    def check(self, message: InboxMessage) -> Check:
+        try:
+            config = self.config.read()
+            keys, signs = keys_of(config, message.from_)
+        except Exception as exc:  # an unreadable config: nothing verifies, nothing is trusted
+            return Check(UNVERIFIED, f"config unreadable: {exc}", member=False)
+        if not signs:
+            member = config.member(message.from_) is not None
+            if signature_of(message) is not None and message.from_ == LEAD_NAME:
+                return Check(UNVERIFIED, "signed, but the team has no lead key to check it with", member)
+            return Check(UNVERIFIED, f"{message.from_} does not sign", member)
+        if signature_of(message) is None:
+            return Check(FORGED, f"unsigned, but {message.from_} signs everything it writes")
+        if not signed_by(message, keys):
+            return Check(FORGED, f"the signature is not {message.from_}'s")
+        if message.msg_id in self.seen:
+            return Check(FORGED, f"msg_id {message.msg_id} was delivered before (a replay)")
+        return Check(VERIFIED)
+
+    def taken(self, message: InboxMessage) -> None:
+        """Remember a delivered entry's ``msg_id``: the same id again is a replay."""
+        if isinstance(message.msg_id, str):
+            self.seen.add(message.msg_id)
+
+
+def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> str | None:
+    """Why ``message`` must not be acted on or shown as genuine, or None. Forged: never.
+    Commands (shutdown request, plan and permission answers) only from the lead; answers,
+    reports and requests only about their own sender. Unverified (a sender that cannot sign)
+    passes, marked as such where it is shown."""
+    if check.status == FORGED:
+        return check.reason
+    sender = message.from_
+    if body is not None and not check.member:
+        return f"a {_kind(body)} from {sender}, who is not a member of the team"
+    if isinstance(body, ShutdownRequest | PlanApprovalResponse | PermissionResponse) and sender != LEAD_NAME:
+        return f"a {_kind(body)} may come only from {LEAD_NAME}, not {sender}"
+    about = _about(body)
+    if about is not None and about != sender:
+        return f"a {_kind(body)} about {about} cannot come from {sender}"
+    return None
+
+
+def _kind(body: ProtocolBody | None) -> str:
+    return type(body).__name__
+
+
+def _about(body: ProtocolBody | None) -> str | None:
+    """The member a report or answer speaks for, which must be its sender."""
+    if isinstance(body, IdleNotification | ShutdownApproved | ShutdownRejected | PlanApprovalRequest):
+        return body.from_
+    if isinstance(body, PermissionRequest):
+        return body.agent_id.split("@")[0]
+    if isinstance(body, TaskAssignment):
+        return body.assigned_by
+    return None
+
+
+def read_ids(messages: Iterable[InboxMessage]) -> list[str]:
+    """The ``msg_id`` of every read entry: a reader's memory across its restarts."""
+    return [m.msg_id for m in messages if m.read and isinstance(m.msg_id, str)]
+
+
+# ---------------------------------------------------------------- refusals
+
+
+class Refusal(msgspec.Struct, kw_only=True):
+    """One refused entry, as ``refused.jsonl`` keeps it for people."""
+
+    reader: str
+    claimed_from: str
+    msg_id: str | None
+    reason: str
+    timestamp: str
+    text: str
+
+
+def refused_path(paths: TeamPaths) -> Path:
+    return paths.team_dir / "refused.jsonl"
+
+
+def record_refusal(paths: TeamPaths, reader: str, message: InboxMessage, reason: str) -> Refusal:
+    """Log a refused entry and keep a line for people (``agentteams inbox`` shows them)."""
+    refusal = Refusal(
+        reader=reader,
+        claimed_from=message.from_,
+        msg_id=_opt(message.msg_id),
+        reason=reason,
+        timestamp=now_iso(),
+        text=message.text[:300],
+    )
+    log.warning("%s refused an entry claiming to be from %s: %s", reader, message.from_, reason)
+    try:
+        append_line(refused_path(paths), msgspec.json.encode(refusal))
+    except Exception as exc:  # the record is a courtesy; the refusal stands
+        log.error("could not record a refusal: %s", exc)
+    return refusal
+
+
+def refusal_notice(refusal: Refusal) -> str:
+    """What the lead is told of a refusal (the refused text is not repeated as if genuine)."""
+    return (
+        f"[refused] {refusal.reader} refused an entry claiming to be from {refusal.claimed_from} "
+        f"(msg_id {refusal.msg_id}): {refusal.reason}. It was not acted on."
+    )
+
+
+def read_refusals(paths: TeamPaths) -> list[Refusal]:
+    data = read_bytes(refused_path(paths)) or b""
+    out = []
+    for line in data.splitlines():
+        try:
+            out.append(msgspec.json.decode(line, type=Refusal))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+    return out
