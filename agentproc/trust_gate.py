@@ -6,28 +6,28 @@ rest: logged, kept in ``refused.jsonl``, and told to the lead, never shown as if
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ipc import trust
 from ipc.errors import AgentTeamsError
+from ipc.messaging import Messenger
+from ipc.paths import TeamPaths
 from ipc.schemas import LEAD_NAME, InboxMessage, parse_body
-
-if TYPE_CHECKING:
-    from agentproc.context import AgentContext
 
 log = logging.getLogger("agentteams.trust")
 
 
 class Gate:
-    def __init__(self, ctx: AgentContext) -> None:
-        self.ctx = ctx
+    def __init__(self, paths: TeamPaths, name: str, mailbox: Any, messenger: Messenger) -> None:
+        """``mailbox``: the agent's own inbox (a file or the engine's)."""
+        self.paths, self.name, self.messenger = paths, name, messenger
         # What this inbox delivered before (an earlier incarnation) is never delivered again:
         # read now, before this process takes anything.
         try:
-            seen = trust.read_ids(ctx.mailbox.read())
+            seen = trust.read_ids(mailbox.read())
         except AgentTeamsError:
             seen = []
-        self.verifier = trust.Verifier(ctx.messenger.store, ctx.name, seen)
+        self.verifier = trust.Verifier(messenger.store, name, seen)
         self.refusals: list[trust.Refusal] = []  # the lead's: shown in its next turn
 
     def admit(self, message: InboxMessage) -> trust.Check | None:
@@ -41,13 +41,13 @@ class Gate:
         return None
 
     def refuse(self, message: InboxMessage, reason: str) -> None:
-        refusal = trust.record_refusal(self.ctx.paths, self.ctx.name, message, reason)
-        if self.ctx.name == LEAD_NAME:
+        refusal = trust.record_refusal(self.paths, self.name, message, reason)
+        if self.name == LEAD_NAME:
             self.refusals.append(refusal)  # the lead agent's next turn says so
             return
         try:
-            self.ctx.messenger.send_message(
-                self.ctx.name, LEAD_NAME, trust.refusal_notice(refusal), summary="refused a forged entry"
+            self.messenger.send_message(
+                self.name, LEAD_NAME, trust.refusal_notice(refusal), summary="refused a forged entry"
             )
         except AgentTeamsError as exc:
-            log.error("%s could not tell the lead of a refusal: %s", self.ctx.name, exc.message)
+            log.error("%s could not tell the lead of a refusal: %s", self.name, exc.message)
