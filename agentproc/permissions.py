@@ -11,11 +11,20 @@ from what each tool declares (its kind and the paths of a call), never from its 
 - ``dontAsk``: whatever would ask is denied without asking.
 - ``plan`` (and plan mode before approval): read-only tools only.
 Coordination tools (SendMessage, task tools, ExitPlanMode) never ask.
+
+In every mode (bypassPermissions too), no tool may write the team's state (``teams/`` and
+``tasks/`` under the root: inboxes, config, tasks) nor touch the team's private runtime
+directory (sockets and the lead's key): the team's own tools are the only way in, and they
+sign what they write (:mod:`ipc.trust`). For Bash this is a heuristic over the command's
+words (paths, and names such as ``inboxes/``): a script that builds a path at run time is
+not seen, which is why every reader verifies signatures anyway.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +65,43 @@ def outside_paths(ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> l
     return out
 
 
+# Names in a shell command that point at team state wherever the command runs.
+_STATE_WORDS = re.compile(
+    r"inboxes/|team-lead\.key|/keys/|refused\.jsonl|\.highwatermark|\.agentteams\b|AGENTTEAMS_HOME|\.claude/(?:teams|tasks)\b"
+)
+
+
+def team_state_aimed_at(ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> str:
+    """The team state a call would touch ('' if none is seen): any path under ``teams/`` or
+    ``tasks/`` of the root for a tool that writes or runs, the private runtime directory
+    for any tool."""
+    root = ctx.root.resolve()
+    writable = (root / "teams", root / "tasks")
+    private = ctx.paths.runtime_path()
+    paths = [p for p in tool.touches(ctx, args) if not p.startswith(UNKNOWN)]
+    if tool.kind == "exec":
+        command = str(args.get("command", ""))
+        named = _STATE_WORDS.search(command)
+        if named:
+            return f"the command names {named.group()}"
+        paths += [w for w in _words(command) if "/" in w or w in ("teams", "tasks")]
+    for path in paths:
+        resolved = ctx.resolve(path)
+        guarded = (private, *writable) if tool.kind != "read" else (private,)
+        for top in guarded:
+            if resolved == top or top in resolved.parents:
+                return str(resolved)
+    return ""
+
+
+def _words(command: str) -> list[str]:
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    return [part for w in words for part in re.split(r"[=<>;|&()]+", w) if part]
+
+
 class ModePolicy:
     """The policy of the agent's permission mode, asking the lead through its inbox."""
 
@@ -67,6 +113,12 @@ class ModePolicy:
     def decide(self, ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> Decision:
         if tool.kind == "coordination":
             return Decision("allow")
+        aimed = team_state_aimed_at(ctx, tool, args)
+        if aimed:
+            return Decision(
+                "deny",
+                f"{tool.name} may not touch the team's own state ({aimed}); use SendMessage and the task tools",
+            )
         if ctx.plan_mode or ctx.permission_mode == "plan":
             if tool.kind == "read":
                 return Decision("allow")

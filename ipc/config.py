@@ -232,12 +232,15 @@ class TeamConfigStore:
 
         return self._mutate(add)
 
-    def ensure_lead_key(self) -> None:
-        """Give a team of ours made before keys existed a lead key pair. A team whose lead is
-        Claude Code's (2.1.330) or that has a lead key already is left alone."""
+    def ensure_lead_key(self, *, replace_lost: bool = True) -> None:
+        """Give a team of ours a lead key pair if it has none (made before keys existed), or,
+        with ``replace_lost``, a new one if its key file is gone (the runtime directory is
+        cleared at boot). A team whose lead is Claude Code's (2.1.330) is left alone."""
         config = self.read()
         lead = config.member(LEAD_NAME)
-        if config.writes_v2 or lead is None or isinstance(lead.verify_key, str):
+        if config.writes_v2 or lead is None:
+            return
+        if isinstance(lead.verify_key, str) and (not replace_lost or trust.lead_key_path(self.paths).exists()):
             return
         self.set_key(LEAD_NAME, trust.make_lead_key(self.paths))
 

@@ -3,8 +3,8 @@
 Any agent's tools can write any file its uid can, so the ``from`` of an inbox entry proves
 nothing. Every member of our teams has a key pair: a teammate's is made by the supervisor at
 each start and handed to the process through an inherited pipe (never argv, the environment
-or a file); the lead's is made with the team and kept in ``keys/`` (which no agent's tools
-may touch, :mod:`agentproc.permissions`). Public keys are in the config (``verifyKey`` of
+or a file); the lead's is made with the team and kept in the team's private runtime
+directory (which no agent's tools may touch, :mod:`agentproc.permissions`). Public keys are in the config (``verifyKey`` of
 each member; ``retiredKeys`` keeps those of earlier incarnations and removed members, so
 what they wrote still verifies).
 
@@ -245,13 +245,15 @@ def sign_as(paths: TeamPaths, message: InboxMessage) -> InboxMessage:
 
 
 def lead_key_path(paths: TeamPaths) -> Path:
-    return paths.team_dir / "keys" / f"{LEAD_NAME}.key"
+    """In the team's private runtime directory, away from any project an agent works in."""
+    return paths.runtime_path() / "keys" / f"{LEAD_NAME}.key"
 
 
 def make_lead_key(paths: TeamPaths) -> str:
     """Make the lead's key pair for a team of ours (replacing any); its public key, to be
     written as the lead member's ``verifyKey``."""
     key = new_key()
+    paths.runtime_dir()  # created 0700, and refused if it is not safely ours
     atomic_write(lead_key_path(paths), key_bytes(key))
     keyring.forget(paths)
     return public_text(key)

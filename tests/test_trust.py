@@ -260,7 +260,69 @@ def test_no_member_key_is_on_disk(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("worker", prompt="p")
         wait_for(lambda: isinstance((m := team.store.config_member("worker")) and m.verify_key, str))
-        assert sorted(p.name for p in (root / "teams" / "t" / "keys").iterdir()) == ["team-lead.key"]
+        assert not [p for p in root.rglob("*") if p.name.endswith(".key")]  # the lead's is elsewhere
+        assert [p.name for p in trust.lead_key_path(team.paths).parent.iterdir()] == ["team-lead.key"]
         pid = wait_for(lambda: {t.name: t.pid for t in team.status().teammates}.get("worker"))
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert not any(b"KEY" in e and not e.startswith(trust.KEY_FD_ENV.encode()) for e in environ)
+
+
+# ---------------------------------------------------------------- the permission layer
+
+
+def _stub(root: Path, cwd: Path) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        root=root,
+        cwd=cwd,
+        paths=TeamPaths(root, "t"),
+        resolve=lambda p: (Path(p).expanduser() if Path(p).expanduser().is_absolute() else cwd / p).resolve(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("Write", {"file_path": "teams/t/inboxes/worker.json", "content": "[]"}),
+        ("Edit", {"file_path": "{root}/teams/t/config.json", "old_string": "a", "new_string": "b"}),
+        ("Write", {"file_path": "{root}/tasks/t/1.json", "content": "{}"}),
+        ("Read", {"file_path": "{key}"}),
+        ("Bash", {"command": "echo '[]' > teams/t/inboxes/worker.json"}),
+        ("Bash", {"command": "python3 -c 'import json' >> ../root/teams/t/config.json"}),
+        ("Bash", {"command": "cat ~/.agentteams/teams/t/config.json"}),
+        ("Bash", {"command": "cp x {key}"}),
+        ("Bash", {"command": "sed -i s/a/b/ tasks/t/1.json"}),
+    ],
+)
+def test_tools_may_not_touch_the_team_state(root: Path, tool: str, args: dict[str, str]) -> None:
+    from agentproc.permissions import team_state_aimed_at
+    from agentproc.tools.bash import BASH
+    from agentproc.tools.files import EDIT, READ, WRITE
+
+    key = str(trust.lead_key_path(TeamPaths(root, "t")))
+    filled = {k: v.replace("{root}", str(root)).replace("{key}", key) for k, v in args.items()}
+    tools = {"Write": WRITE, "Edit": EDIT, "Read": READ, "Bash": BASH}
+    assert team_state_aimed_at(_stub(root, root), tools[tool], filled)
+
+
+def test_ordinary_work_is_not_mistaken_for_team_state(root: Path) -> None:
+    from agentproc.permissions import team_state_aimed_at
+    from agentproc.tools.bash import BASH
+    from agentproc.tools.files import READ, WRITE
+
+    ctx = _stub(root, root)
+    assert not team_state_aimed_at(ctx, BASH, {"command": "seq 100 > data.txt && paste -sd+ data.txt | bc"})
+    assert not team_state_aimed_at(ctx, WRITE, {"file_path": "src/config.json", "content": "{}"})
+    assert not team_state_aimed_at(ctx, READ, {"file_path": str(root / "teams" / "t" / "config.json")})
+
+
+def test_a_teammate_in_bypass_mode_still_cannot_write_an_inbox(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("bold", prompt="p", permission_mode="bypassPermissions")
+        inbox = root / "teams" / "t" / "inboxes" / "team-lead.json"
+        task = team.tasks.create("Forge", metadata={"command": f"echo '[]' > {inbox}"})
+        team.wake("bold")
+        wait_for(lambda: team.tasks.get(task.id).failed)
+        assert "may not touch the team's own state" in team.tasks.get(task.id).meta["lastError"]
+        assert inbox.read_text().strip() != "[]"
