@@ -50,7 +50,9 @@ class AgentContext:
         self._control: ControlClient | None = None
         self.team_deleted = False  # the lead deleted its team: nothing left to lead
         self.team_ours = False  # the lead may delete its team: it was made for this run
-        self.gate = Gate(self.paths, self.name, self.mailbox, self.messenger)  # every entry taken is verified before it is acted on
+        self.gate = Gate(
+            self.paths, self.name, self.mailbox, self.messenger
+        )  # every entry taken is verified before it is acted on
         # What this agent attests to a Claude Code teammate, and how the lead answers a
         # Claude Code session (a teammate exposed to them answers from its own process).
         self.messenger.attest = lambda: mode_class(self.permission_mode)

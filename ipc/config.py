@@ -240,7 +240,9 @@ class TeamConfigStore:
         lead = config.member(LEAD_NAME)
         if config.writes_v2 or lead is None:
             return
-        if isinstance(lead.verify_key, str) and (not replace_lost or trust.lead_key_path(self.paths).exists()):
+        if isinstance(lead.verify_key, str) and (
+            not replace_lost or trust.lead_key_path(self.paths).exists()
+        ):
             return
         self.set_key(LEAD_NAME, trust.make_lead_key(self.paths))
 
