@@ -302,7 +302,7 @@ def test_tools_may_not_touch_the_team_state(root: Path, tool: str, args: dict[st
 
     key = str(trust.lead_key_path(TeamPaths(root, "t")))
     filled = {k: v.replace("{root}", str(root)).replace("{key}", key) for k, v in args.items()}
-    tools = {"Write": WRITE, "Edit": EDIT, "Read": READ, "Bash": BASH}
+    tools: dict[str, Any] = {"Write": WRITE, "Edit": EDIT, "Read": READ, "Bash": BASH}
     assert team_state_aimed_at(_stub(root, root), tools[tool], filled)
 
 
