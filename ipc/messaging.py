@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ipc import trace
+from ipc import trace, trust
 from ipc.cc_socket import Mode, is_address
 from ipc.clock import now_iso
 from ipc.config import TeamConfigStore
@@ -74,6 +74,10 @@ class Messenger:
         # How this process reaches a Claude Code session (``uds:`` recipients), if it can.
         self.sessions: SessionRoute | None = None
         self._boxes: dict[str, Mailbox] = {}
+        # A person's door (the CLI, the Python API): what it cannot sign in a member's name
+        # goes marked as a person's, delivered marked unverified and never acted on as a
+        # protocol message (ipc.trust), rather than refused as forged.
+        self.as_person = False
 
     def _deliver(
         self,
@@ -91,6 +95,8 @@ class Messenger:
         the message through ``claude``'s own socket and appends it (:mod:`ipc.courier`)."""
         sent = time.time_ns()
         message = new_message(sender, text, summary, color, v2=v2, paths=self.paths)
+        if self.as_person and trust.signature_of(message) is None:
+            message.via = "person"
         if courier:
             mode = self.attest() if self.attest is not None else None
             message = hand_over(self.paths.runtime_dir(), self.mailbox(name), message, mode)

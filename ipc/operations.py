@@ -123,6 +123,9 @@ class Event(Struct, kw_only=True, omit_defaults=True, rename={"from_": "from"}):
     request_id: str = ""  # a shutdown, plan or permission request's, to answer it by
     task_id: str = ""  # a task assignment's
     body: dict[str, Any] | None = None  # the protocol message as sent
+    # ipc.trust: "verified", "unverified" (a sender that cannot sign, or a person in its
+    # name), "refused" (forged, or a command its sender may not give: text says why)
+    trust: str = ""
 
 
 class Events(Struct, kw_only=True):

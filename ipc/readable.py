@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from ipc import trust
 from ipc.operations import Event
 from ipc.schemas import (
     IdleNotification,
@@ -91,9 +92,23 @@ def _request_id(body: ProtocolBody) -> str:
     return value if isinstance(value, str) else ""
 
 
-def event_of(message: InboxMessage) -> Event:
-    """One inbox message as a readable event."""
+def event_of(message: InboxMessage, verifier: trust.Verifier | None = None) -> Event:
+    """One inbox message as a readable event; checked by ``verifier`` if given: a refused
+    entry becomes a notice of the refusal, never its text."""
     body = parse_body(message.text)
+    if verifier is not None:
+        check = verifier.check(message)
+        reason = trust.refusal(message, body, check)
+        if reason is not None:
+            refusal = trust.record_refusal(verifier.paths, verifier.reader, message, reason)
+            return Event(
+                kind="refused",
+                from_=message.from_,
+                text=trust.refusal_notice(refusal),
+                timestamp=message.timestamp,
+                trust="refused",
+            )
+        verifier.taken(message)
     event = Event(
         kind="message",
         from_=message.from_,
@@ -101,6 +116,7 @@ def event_of(message: InboxMessage) -> Event:
         timestamp=message.timestamp,
         summary=message.summary_text,
         color=message.color_name,
+        trust=check.status if verifier is not None else "",
     )
     if body is None:
         return event

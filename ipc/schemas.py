@@ -116,6 +116,7 @@ class InboxMessage(Struct, kw_only=True):
     from_plugin: Any = UNSET
     lead_sig: Any = UNSET  # Claude Code 2.1.330's signature on team-lead's entries (ipc.trust)
     sig: Any = UNSET  # the same scheme on every other member's entries
+    via: Any = UNSET  # "person": written unsigned by a person in a member's name (agentteams send --from)
 
     @property
     def summary_text(self) -> str:

@@ -17,15 +17,16 @@ our own tag. A key is written as Claude Code writes ``--lead-verify-key``:
 does not verify with it.
 
 A reader classes each entry :data:`VERIFIED`, :data:`UNVERIFIED` (the sender is no member
-that signs: Claude Code 2.1.38, a peer tool, a person's ``--from``) or :data:`FORGED` (it
-claims a sender that signs, and the signature is missing, wrong, or a ``msg_id`` seen
-before).
+that signs: Claude Code 2.1.38, a peer tool; or the entry says it was written by a person
+in a member's name, ``via: "person"``, which a person's door sets when it cannot sign) or
+:data:`FORGED` (it claims a sender that signs, and the signature is missing, wrong, or a
+``msg_id`` seen before). Unverified entries are shown marked, and never acted on as commands
+but for what a member that cannot sign says of itself.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,8 +39,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_der_public_key
 
-from ipc.clock import now_iso, now_ms
+from ipc.clock import now_ms
 from ipc.paths import TeamPaths
+from ipc.refusals import Refusal as Refusal
+from ipc.refusals import read_refusals as read_refusals
+from ipc.refusals import record_refusal as record_refusal
+from ipc.refusals import refusal_notice as refusal_notice
 from ipc.schemas import (
     LEAD_NAME,
     IdleNotification,
@@ -55,9 +60,7 @@ from ipc.schemas import (
     TaskAssignment,
     TeamConfig,
 )
-from ipc.storage import append_line, atomic_write, read_bytes
-
-log = logging.getLogger("agentteams.trust")
+from ipc.storage import atomic_write, read_bytes
 
 LEAD_TAG = "claude-team-lead-entry-v1"  # Claude Code 2.1.330's, for team-lead's entries
 MEMBER_TAG = "agentteams-entry-v1"  # the same scheme, for every other member's
@@ -311,14 +314,16 @@ class Check:
     status: Status
     reason: str = ""
     member: bool = True  # the claimed sender is the lead or a member (or was one)
+    person: bool = False  # written unsigned by a person in the sender's name
 
 
 class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
     def __init__(self, config: Any, reader: str, seen: Iterable[str] = ()) -> None:
-        # ``config``: anything with read() -> TeamConfig (the store, cached by file identity).
+        # ``config``: the team's TeamConfigStore (read() is cached by the file's identity).
         self.config = config
+        self.paths: TeamPaths = config.paths
         self.reader = reader
         self.seen: set[str] = set(seen)
 
@@ -333,6 +338,8 @@ class Verifier:
             if signature_of(message) is not None and message.from_ == LEAD_NAME:
                 return Check(UNVERIFIED, "signed, but the team has no lead key to check it with", member)
             return Check(UNVERIFIED, f"{message.from_} does not sign", member)
+        if signature_of(message) is None and message.via == "person":
+            return Check(UNVERIFIED, f"written by a person in {message.from_}'s name", person=True)
         if signature_of(message) is None:
             return Check(FORGED, f"unsigned, but {message.from_} signs everything it writes")
         if not signed_by(message, keys):
@@ -357,6 +364,8 @@ def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> s
     sender = message.from_
     if body is not None and not check.member:
         return f"a {_kind(body)} from {sender}, who is not a member of the team"
+    if body is not None and check.person:
+        return f"a {_kind(body)} written by a person in {sender}'s name is not acted on"
     if isinstance(body, ShutdownRequest | PlanApprovalResponse | PermissionResponse) and sender != LEAD_NAME:
         return f"a {_kind(body)} may come only from {LEAD_NAME}, not {sender}"
     about = _about(body)
@@ -383,58 +392,3 @@ def _about(body: ProtocolBody | None) -> str | None:
 def read_ids(messages: Iterable[InboxMessage]) -> list[str]:
     """The ``msg_id`` of every read entry: a reader's memory across its restarts."""
     return [m.msg_id for m in messages if m.read and isinstance(m.msg_id, str)]
-
-
-# ---------------------------------------------------------------- refusals
-
-
-class Refusal(msgspec.Struct, kw_only=True):
-    """One refused entry, as ``refused.jsonl`` keeps it for people."""
-
-    reader: str
-    claimed_from: str
-    msg_id: str | None
-    reason: str
-    timestamp: str
-    text: str
-
-
-def refused_path(paths: TeamPaths) -> Path:
-    return paths.team_dir / "refused.jsonl"
-
-
-def record_refusal(paths: TeamPaths, reader: str, message: InboxMessage, reason: str) -> Refusal:
-    """Log a refused entry and keep a line for people (``agentteams inbox`` shows them)."""
-    refusal = Refusal(
-        reader=reader,
-        claimed_from=message.from_,
-        msg_id=_opt(message.msg_id),
-        reason=reason,
-        timestamp=now_iso(),
-        text=message.text[:300],
-    )
-    log.warning("%s refused an entry claiming to be from %s: %s", reader, message.from_, reason)
-    try:
-        append_line(refused_path(paths), msgspec.json.encode(refusal))
-    except Exception as exc:  # the record is a courtesy; the refusal stands
-        log.error("could not record a refusal: %s", exc)
-    return refusal
-
-
-def refusal_notice(refusal: Refusal) -> str:
-    """What the lead is told of a refusal (the refused text is not repeated as if genuine)."""
-    return (
-        f"[refused] {refusal.reader} refused an entry claiming to be from {refusal.claimed_from} "
-        f"(msg_id {refusal.msg_id}): {refusal.reason}. It was not acted on."
-    )
-
-
-def read_refusals(paths: TeamPaths) -> list[Refusal]:
-    data = read_bytes(refused_path(paths)) or b""
-    out = []
-    for line in data.splitlines():
-        try:
-            out.append(msgspec.json.decode(line, type=Refusal))
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
-    return out

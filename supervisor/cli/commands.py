@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from ipc import operations as io
+from ipc import schemas, trust
 from ipc.config import scan_teams
 from ipc.errors import Conflict, InvalidInput
 from ipc.launch import SupervisorOptions
@@ -203,18 +204,31 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 def cmd_inbox(args: argparse.Namespace) -> int:
     request = io.ReadInbox(name=args.name, unread_only=args.unread, mark_read=False)
-    messages = ops.read_inbox(open_team(args), request).messages
+    team = open_team(args)
+    messages = ops.read_inbox(team, request).messages
+    verifier = trust.Verifier(team.store, args.name)
 
     def show() -> None:
         for m in messages:
             flag = " " if m.read else "*"
             summary = f" [{m.summary_text}]" if m.summary_text else ""
-            print(f"{flag} {m.timestamp} {m.from_}{summary}: {headline(m)}")
+            print(f"{flag} {m.timestamp} {m.from_}{summary} {_trust_mark(verifier, m)}: {headline(m)}")
         if not messages:
             print("no unread messages" if args.unread else "no messages")
 
     emit(args, messages, show)
     return 0
+
+
+def _trust_mark(verifier: trust.Verifier, message: schemas.InboxMessage) -> str:
+    """Who wrote the entry, as far as can be told (ipc.trust); a msg_id seen above is a replay."""
+    check = verifier.check(message)
+    if check.status == trust.VERIFIED:
+        verifier.taken(message)
+        return "(verified)"
+    if check.status == trust.FORGED:
+        return f"(FORGED: {check.reason})"
+    return "(unverified)"
 
 
 # ---------------------------------------------------------------- tasks

@@ -40,6 +40,7 @@ class TeamHandle:
         self._doorbell = LazyWaker(self.paths.existing_runtime_dir)
         self.state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
         self.state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
+        self.state.messenger.as_person = True  # what it cannot sign is marked as a person's
         self.store = self.state.config
         self.tasks = self.state.tasks
         self._proc: subprocess.Popen[bytes] | None = None

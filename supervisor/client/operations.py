@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control
+from ipc import answers, control, trust
 from ipc import operations as io
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
@@ -181,6 +181,7 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
     name = _member_or_lead(team, actor)
     box = team.inbox(name)
     bell = team.bell(name)
+    verifier = trust.Verifier(team.store, name)  # forged entries come as notices of refusal
     deadline = time.monotonic() + args.timeout_s
     while True:
         seen = bell.rings()
@@ -189,7 +190,7 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
         taken = take_for(team, box, bell, name)
         remaining = deadline - time.monotonic()
         if taken or remaining <= 0:
-            return io.Events(events=[event_of(m) for m in taken])
+            return io.Events(events=[event_of(m, verifier) for m in taken])
         bell.wait(seen, min(remaining, bell.fallback_poll))
 
 

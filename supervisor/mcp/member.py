@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ipc import control
+from ipc import control, trust
 from ipc.bell import Bell
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput
 from ipc.launch import DEFAULT_FALLBACK_POLL
@@ -72,6 +72,10 @@ class Membership:
             added = store.add_member(self.name, agent_type="mcp", model="", backend_type=BACKEND)
             self.name = added.name
         member = store.update_member(self.name, tmux_pane_id=pane(), is_active=True)
+        # An identity of its own: what this session sends in the member's name is signed.
+        key = trust.new_key()
+        store.set_key(self.name, trust.public_text(key))
+        trust.keyring.install(self.team.paths, self.name, key)
         if self.name not in self.team.bells:
             self.team.bells[self.name] = Bell(
                 self.team.paths, self.name, doorbell=True, fallback_poll=self.fallback_poll
