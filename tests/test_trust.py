@@ -326,3 +326,48 @@ def test_a_teammate_in_bypass_mode_still_cannot_write_an_inbox(root: Path) -> No
         wait_for(lambda: team.tasks.get(task.id).failed)
         assert "may not touch the team's own state" in team.tasks.get(task.id).meta["lastError"]
         assert inbox.read_text().strip() != "[]"
+
+
+# ---------------------------------------------------------------- the doors
+
+
+def test_an_mcp_member_signs_with_a_key_of_its_own(root: Path) -> None:
+    from ipc import operations as io
+    from supervisor import Team
+    from supervisor.client import operations as ops
+    from supervisor.mcp.member import Membership
+
+    team = Team.create("t", root=root, cwd=str(root))
+    membership = Membership(team, "codex")
+    membership.join()
+    try:
+        ops.send_message(team, io.SendMessage(to=LEAD_NAME, text="from codex", summary="s"), "codex")
+        (entry,) = team.inbox(LEAD_NAME).read()
+        assert isinstance(entry.sig, str) and entry.via is msgspec.UNSET
+        assert trust.Verifier(team.store, LEAD_NAME).check(entry).status == trust.VERIFIED
+    finally:
+        membership.close()
+
+
+def test_a_person_writing_in_a_members_name_is_marked_and_the_inbox_says_who_wrote_what(root: Path) -> None:
+    from ipc import operations as io
+    from supervisor import Team
+    from supervisor.client import operations as ops
+    from tests.runtime_helpers import cli
+
+    team = Team.create("t", root=root, cwd=str(root))
+    team.store.add_member("bob")
+    team.store.set_key("bob", trust.public_text(trust.new_key()))  # bob signs; this process has no key
+    cli(root, "send", "t", "team-lead", "a person, as bob", "--summary", "s", "--from", "bob")
+    (entry,) = team.inbox(LEAD_NAME).read()
+    assert entry.via == "person" and trust.Verifier(team.store, LEAD_NAME).check(entry).person
+    request = ShutdownRequest(request_id="shutdown-1@team-lead", from_="bob", reason="r", timestamp="t")
+    team.inbox(LEAD_NAME).append(sender="bob", text=body_text(request), member_checked=True)  # forged
+    team.inbox("bob").append(sender=LEAD_NAME, text="signed by the lead", summary="s", member_checked=True)
+    shown = cli(root, "inbox", "t", "team-lead").stdout + cli(root, "inbox", "t", "bob").stdout
+    assert "bob [s] (unverified): a person, as bob" in shown
+    assert "(FORGED: unsigned, but bob signs everything it writes)" in shown
+    assert "team-lead [s] (verified): signed by the lead" in shown
+    events = ops.wait_for_messages(team, io.WaitForMessages(timeout_s=0), LEAD_NAME).events
+    assert [(e.kind, e.trust) for e in events] == [("message", "unverified"), ("refused", "refused")]
+    assert "FORGED" not in events[1].text and "refused an entry claiming to be from bob" in events[1].text
