@@ -13,7 +13,11 @@ from typing import Any
 import zmq
 
 from benchmarks.common import env, percentiles, prefill, scratch, team_of
-from ipc import trace
+from ipc import TeamConfigStore, trace
+from ipc import trust as ipc_trust
+from ipc.mailbox import new_message
+from ipc.paths import TeamPaths
+from ipc.schemas import LEAD_NAME
 
 SPACED = 0.010  # the pause before each send in spaced-out traffic
 
@@ -159,6 +163,45 @@ def floor_zmq_pair(samples: int, pause: float) -> list[float]:
     return out
 
 
+def trust_cost(samples: int) -> list[dict[str, Any]]:
+    """What signing an entry (the sender) and verifying it (the reader: the config looked up,
+    the signature checked) cost per message, in-process; both are on the send → turn path
+    measured above."""
+    timings: dict[str, list[float]] = {"sign": [], "verify": [], "sign + verify": []}
+    with scratch() as root:
+        store = TeamConfigStore(root, "bench")
+        store.create("trust cost", cwd=str(root))
+        store.add_member("worker")
+        paths = TeamPaths(root, "bench")
+        key = ipc_trust.new_key()
+        store.set_key("worker", ipc_trust.public_text(key, 0))
+        ipc_trust.keyring.install(paths, "worker", key)
+        reader = ipc_trust.Verifier(store, LEAD_NAME)
+        for i in range(samples):
+            t0 = time.perf_counter_ns()
+            message = new_message("worker", f"sample {i}", "latency sample", "blue", paths=paths)
+            t1 = time.perf_counter_ns()
+            check = reader.check(message)
+            t2 = time.perf_counter_ns()
+            assert check.status == ipc_trust.VERIFIED
+            timings["sign"].append((t1 - t0) / 1e6)
+            timings["verify"].append((t2 - t1) / 1e6)
+            timings["sign + verify"].append((t2 - t0) / 1e6)
+    return [
+        {
+            "path": f"trust: {label}",
+            "wake": "-",
+            "teammates": 0,
+            "traffic": "in-process",
+            "inbox": 0,
+            **percentiles(values),
+            "lost": 0,
+            "values": values,
+        }
+        for label, values in timings.items()
+    ]
+
+
 def run(quick: bool) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     n_floor = 200 if quick else 2000
@@ -196,6 +239,7 @@ def run(quick: bool) -> dict[str, Any]:
         plan += [(1, "poll", SPACED, 10, 60), (16, "poll", SPACED, 10, 60), (16, "poll", SPACED, 1000, 60)]
     for teammates, wake, pause, inbox, samples in plan:
         rows.append(system(teammates, wake, pause, inbox, samples))
+    rows += trust_cost(200 if quick else 5000)
     return {"rows": rows, "targets": targets(rows)}
 
 
@@ -208,6 +252,7 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         path="agentteams", wake="zmq", traffic="spaced", inbox=10
     )
     poll_row = find(path="agentteams", wake="poll", traffic="spaced", inbox=10)
+    trust_row = find(path="trust: sign + verify")
     floor = find(path="floor: bare ZeroMQ PAIR", traffic="spaced")
     out = []
     if zmq_row:
@@ -236,6 +281,15 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "target": "stretch: p50 within 3× of the bare ZeroMQ PAIR floor (ratio)",
                     "value": ratio,
                     "met": ratio <= 3,
+                }
+            )
+        if trust_row:
+            share = trust_row["p50"] / zmq_row["p50"] if zmq_row["p50"] else float("inf")
+            out.append(
+                {
+                    "target": "signing + verifying a message p50 ≤ 1/4 of send → turn p50 (share)",
+                    "value": share,
+                    "met": share <= 0.25,
                 }
             )
         if poll_row:
