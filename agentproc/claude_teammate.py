@@ -38,10 +38,12 @@ import psutil
 from agentproc.channel import Channel
 from agentproc.claude_courier import ClaudeSocket, Courier
 from ipc import cc_registry, claude_code, locks
+from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, StorageError
 from ipc.launch import LaunchSpec
 from ipc.locks import locked
 from ipc.osproc import pidfd_open, set_child_subreaper, set_parent_death_signal
+from ipc.schemas import LEAD_NAME
 from ipc.storage import atomic_write, read_bytes
 from ipc.wake import socket_path
 
@@ -112,24 +114,27 @@ class ClaudeTeammate:
         self.socket_since = 0.0
         self.courier: Courier | None = None
 
-    def _wants_socket(self, env: dict[str, str]) -> bool:
+    def _wants_socket(self, env: dict[str, str], found: tuple[int, int, int] | None) -> bool:
         root = Path(self.spec.root)
         return (
             self.spec.wake == "zmq"  # in poll mode, Claude Code's own behaviour: the inbox poll alone
             and not claude_code.is_users_home(root)
             and cc_registry.messaging_on(env)
-            and claude_code.has_socket(claude_code.version(claude_code.command()))
+            and claude_code.has_socket(found)
         )
 
     def _start(self) -> None:
         env = claude_code.environment(self.spec, dict(os.environ))
-        extra: list[str] = []
-        if self._wants_socket(env):
+        lead = TeamConfigStore.at(self.spec.team_paths()).config_member(LEAD_NAME)
+        lead_key = lead.verify_key if lead is not None and isinstance(lead.verify_key, str) else None
+        found = claude_code.version(claude_code.command())
+        extra = claude_code.lead_key_flags(found, lead_key)  # it verifies what the lead signs
+        if self._wants_socket(env, found):
             self.socket = socket_path(
                 self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m"
             )
             self.socket.unlink(missing_ok=True)
-            extra = claude_code.socket_flags(self.socket)
+            extra += claude_code.socket_flags(self.socket)
             locks.note_claude_root(Path(self.spec.root))
         argv = claude_code.argv(self.spec, extra)
         seed_config(Path(self.spec.root), self.spec.cwd, env)

@@ -114,7 +114,11 @@ class AgentLoop(AgentRunner):
             if not taken:
                 break
             message = taken[0]
+            check = self.ctx.gate.admit(message)
+            if check is None:
+                continue  # refused: recorded and reported to the lead, never shown to the model
             if trace.enabled() and isinstance(message.msg_id, str):
+                # "taken" once verified: the turn cannot start before, so the figure includes it
                 trace.record(
                     self.ctx.paths,
                     message.msg_id,
@@ -122,9 +126,6 @@ class AgentLoop(AgentRunner):
                     woke=self.woke_ns or time.time_ns(),
                     taken=time.time_ns(),
                 )
-            check = self.ctx.gate.admit(message)
-            if check is None:
-                continue  # refused: recorded and reported to the lead, never shown to the model
             body = parse_body(message.text)
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info(

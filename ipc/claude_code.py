@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ipc.clock import now_ms
 from ipc.errors import InvalidInput, NotFound
 from ipc.launch import LaunchSpec
 from ipc.model_specs import claude_code_model
@@ -60,6 +61,18 @@ def version(cmd: list[str]) -> tuple[int, int, int] | None:
 def has_socket(found: tuple[int, int, int] | None) -> bool:
     """True for a release that listens on a messaging socket of its own (2.1.330 and later)."""
     return found is not None and found >= SOCKET_SINCE
+
+
+LEAD_KEY_SINCE = (2, 1, 330)  # the first release seen with --lead-verify-key
+
+
+def lead_key_flags(found: tuple[int, int, int] | None, lead_key: str | None) -> list[str]:
+    """``--lead-verify-key`` for a release that checks the lead's signatures: the lead's
+    public key (:mod:`ipc.trust`) stamped with the launch time, as Claude Code's lead passes
+    it; lead entries older than that (less two minutes) are not verified by it."""
+    if found is None or found < LEAD_KEY_SINCE or not lead_key or "." not in lead_key:
+        return []
+    return ["--lead-verify-key", f"{now_ms()}.{lead_key.split('.', 1)[1]}"]
 
 
 def socket_flags(path: Path) -> list[str]:
