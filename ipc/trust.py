@@ -13,8 +13,9 @@ compact JSON array ``[TAG, msg_id, from, timestamp, text, summary|null, color|nu
 from_plugin|null]``. Entries from ``team-lead`` carry it as ``lead_sig`` with Claude Code's
 tag (so ``claude --lead-verify-key`` teammates verify ours); everyone else's as ``sig`` with
 our own tag. A key is written as Claude Code writes ``--lead-verify-key``:
-``{epoch_ms}.{base64url DER SubjectPublicKeyInfo}``; an entry stamped before its key's epoch
-does not verify with it.
+``{epoch_ms}.{base64url DER SubjectPublicKeyInfo}``; an entry stamped more than two minutes
+before its key's epoch does not verify with it (Claude Code's rule: its lead stamps the key
+with each teammate's launch).
 
 A reader classes each entry :data:`VERIFIED`, :data:`UNVERIFIED` (the sender is no member
 that signs: Claude Code 2.1.38, a peer tool; or the entry says it was written by a person
@@ -69,6 +70,7 @@ KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carrie
 # under an agent never reads the lead's key file (a heuristic: a tool could unset it).
 UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
 RETIRED_KEEP = 8  # retired keys kept per name
+EPOCH_SLACK_MS = 120_000  # as Claude Code: an entry up to 2 minutes older than the key's epoch
 
 Status = Literal["verified", "unverified", "forged"]
 VERIFIED: Status = "verified"
@@ -187,7 +189,7 @@ def signed_by(message: InboxMessage, keys: Iterable[str]) -> bool:
     data = payload(message)
     for text in keys:
         parsed = parse_public(text)
-        if parsed is None or stamped is None or stamped < parsed[0]:
+        if parsed is None or stamped is None or stamped < parsed[0] - EPOCH_SLACK_MS:
             continue
         try:
             parsed[1].verify(raw, data)
@@ -320,17 +322,24 @@ class Check:
 class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
-    def __init__(self, config: Any, reader: str, seen: Iterable[str] = ()) -> None:
+    def __init__(
+        self, config: Any, reader: str, seen: Iterable[str] = (), lead_keys: Iterable[str] = ()
+    ) -> None:
         # ``config``: the team's TeamConfigStore (read() is cached by the file's identity).
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
         self.seen: set[str] = set(seen)
+        # Keys the lead's entries verify with when the config names none: a team whose lead
+        # is Claude Code's, seen through its teammates' --lead-verify-key.
+        self.lead_keys = list(lead_keys)
 
     def check(self, message: InboxMessage) -> Check:
         try:
             config = self.config.read()
             keys, signs = keys_of(config, message.from_)
+            if not signs and message.from_ == LEAD_NAME and self.lead_keys:
+                keys, signs = self.lead_keys, True
         except Exception as exc:  # an unreadable config: nothing verifies, nothing is trusted
             return Check(UNVERIFIED, f"config unreadable: {exc}", member=False)
         if not signs:

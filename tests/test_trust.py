@@ -371,3 +371,23 @@ def test_a_person_writing_in_a_members_name_is_marked_and_the_inbox_says_who_wro
     events = ops.wait_for_messages(team, io.WaitForMessages(timeout_s=0), LEAD_NAME).events
     assert [(e.kind, e.trust) for e in events] == [("message", "unverified"), ("refused", "refused")]
     assert "FORGED" not in events[1].text and "refused an entry claiming to be from bob" in events[1].text
+
+
+def test_a_team_led_by_claude_code_is_checked_with_its_teammates_key(root: Path) -> None:
+    from ipc.schemas import LeadProcess
+
+    store = TeamConfigStore(root, "cc")
+    store.create(cwd=str(root))
+    store._mutate(lambda c: setattr(c, "lead_process", LeadProcess(pid=1)))  # 2.1.330's shape
+    store._mutate(lambda c: setattr(c.members[0], "verify_key", msgspec.UNSET))  # its lead names no key
+    lead = trust.new_key()
+    passed = trust.public_text(lead)  # as on a claude teammate's --lead-verify-key
+    signed = trust.sign(new_message(LEAD_NAME, "signed by Claude Code's lead", "s"), lead)
+    unsigned = new_message(LEAD_NAME, "not signed", "s")
+    seen_through = trust.Verifier(store, "worker", lead_keys=[passed])
+    assert seen_through.check(signed).status == trust.VERIFIED
+    assert seen_through.check(unsigned).status == trust.FORGED
+    blind = trust.Verifier(store, "worker")
+    assert blind.check(signed) == trust.Check(
+        trust.UNVERIFIED, "signed, but the team has no lead key to check it with", True
+    )

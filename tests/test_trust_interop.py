@@ -24,9 +24,9 @@ from tests.test_claude_socket import Api, api, current  # noqa: F401 (fixtures)
 pytestmark = pytest.mark.interop
 
 
-def _wrapper_of(api: Api, needle: str) -> str:
+def _wrapper_of(recorded: Api, needle: str) -> str:
     """The <teammate-message …> opening tag the model was shown around ``needle``."""
-    for request in reversed(api.requests):
+    for request in reversed(recorded.requests):
         for message in request.get("messages", []):
             content = json.dumps(message.get("content"))
             at = content.find(needle)
@@ -54,13 +54,20 @@ def test_claude_verifies_what_our_lead_signs_and_marks_what_it_does_not(
     try:
         team.start_teammate(
             TeammateOptions(
-                name="cc", prompt="Wait for messages.", model="claude-code:sonnet", permission_mode="bypassPermissions"
+                name="cc",
+                prompt="Wait for messages.",
+                model="claude-code:sonnet",
+                permission_mode="bypassPermissions",
             )
         )
         lead_key = team.store.config_member("team-lead").verify_key  # type: ignore[union-attr]
         claude = wait_for(
             lambda: next(
-                (p for p in psutil.process_iter(["cmdline"]) if "--lead-verify-key" in (p.info["cmdline"] or [])),
+                (
+                    p
+                    for p in psutil.process_iter(["cmdline"])
+                    if "--lead-verify-key" in (p.info["cmdline"] or [])
+                ),
                 None,
             ),
             timeout=30,

@@ -21,10 +21,11 @@ from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
 from ipc.paths import resolve_root
 from ipc.readable import headline
-from ipc.schemas import Task
+from ipc.schemas import LEAD_NAME, Task
 from supervisor.cli.output import emit, open_team, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
 from supervisor.client import operations as ops
+from supervisor.client.ps_claude import lead_verify_keys
 from supervisor.client.team import Team
 
 FOLLOW_EVERY = 0.2  # s between looks at a followed log
@@ -206,7 +207,12 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     request = io.ReadInbox(name=args.name, unread_only=args.unread, mark_read=False)
     team = open_team(args)
     messages = ops.read_inbox(team, request).messages
-    verifier = trust.Verifier(team.store, args.name)
+    config = team.config()
+    lead = config.member(LEAD_NAME)
+    claude_led = config.writes_v2 and (lead is None or not isinstance(lead.verify_key, str))
+    verifier = trust.Verifier(
+        team.store, args.name, lead_keys=lead_verify_keys(team.name) if claude_led else ()
+    )
 
     def show() -> None:
         for m in messages:
@@ -228,7 +234,7 @@ def _trust_mark(verifier: trust.Verifier, message: schemas.InboxMessage) -> str:
         return "(verified)"
     if check.status == trust.FORGED:
         return f"(FORGED: {check.reason})"
-    return "(unverified)"
+    return "(unverifiable)" if trust.signature_of(message) is not None else "(unverified)"
 
 
 # ---------------------------------------------------------------- tasks

@@ -46,6 +46,20 @@ def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
     return found
 
 
+def lead_verify_keys(team: str) -> list[str]:
+    """The ``--lead-verify-key`` of every live ``claude`` teammate of ``team``: how a team
+    whose lead is Claude Code's can be checked from outside (its config names no key)."""
+    keys = []
+    for pid, _ in claude_code_processes(team):
+        try:
+            cmdline = command_line_args(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            continue
+        if "--lead-verify-key" in cmdline and cmdline.index("--lead-verify-key") + 1 < len(cmdline):
+            keys.append(cmdline[cmdline.index("--lead-verify-key") + 1])
+    return sorted(set(keys))
+
+
 def claude_made(config: TeamConfig) -> bool:
     """Claude Code wrote this team: it records its lead session (2.1.330), or runs members
     on its own backends (tmux panes, in-process)."""
