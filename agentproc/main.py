@@ -20,7 +20,6 @@ from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import fix_malloc_mmap_threshold, kill_session, set_parent_death_signal, set_process_name
-from ipc.paths import TeamPaths
 
 _loop: AgentLoop | None = None
 _peer: ClaudePeer | None = None
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     set_process_name(f"at:{spec.agent_name}")
     # Its private key, read from the pipe it inherited: it signs as itself, and only as itself.
     key = trust.take_key()
-    trust.keyring.agent_process(TeamPaths(spec.root, spec.team_name), spec.agent_name, key)
+    trust.keyring.agent_process(spec.team_paths(), spec.agent_name, key)
     fix_malloc_mmap_threshold()  # again, for a teammate started without the fork server
     memtrace.start(spec.agent_name)
     signal.signal(signal.SIGTERM, _on_sigterm)
