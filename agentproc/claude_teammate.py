@@ -130,9 +130,7 @@ class ClaudeTeammate:
         found = claude_code.version(claude_code.command())
         extra = claude_code.lead_key_flags(found, lead_key)  # it verifies what the lead signs
         if self._wants_socket(env, found):
-            self.socket = socket_path(
-                self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m"
-            )
+            self.socket = socket_path(self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m")
             self.socket.unlink(missing_ok=True)
             extra += claude_code.socket_flags(self.socket)
             locks.note_claude_root(Path(self.spec.root))
