@@ -61,7 +61,7 @@ from ipc.schemas import (
     TaskAssignment,
     TeamConfig,
 )
-from ipc.storage import atomic_write, read_bytes
+from ipc.storage import FileKey, atomic_write, file_key, read_bytes
 
 LEAD_TAG = "claude-team-lead-entry-v1"  # Claude Code 2.1.330's, for team-lead's entries
 MEMBER_TAG = "agentteams-entry-v1"  # the same scheme, for every other member's
@@ -207,11 +207,14 @@ class Keyring:
     lead's (read from ``keys/`` by lead-side processes; never by an agent of the team)."""
 
     def __init__(self) -> None:
-        self._keys: dict[tuple[str, str], Ed25519PrivateKey | None] = {}
+        self._keys: dict[tuple[str, str], Ed25519PrivateKey] = {}
+        self._installed: set[tuple[str, str]] = set()  # given to this process, not read from a file
+        self._lead_files: dict[tuple[str, str], tuple[FileKey | None, Ed25519PrivateKey | None]] = {}
         self.lead_file_allowed = UNDER_AGENT_ENV not in os.environ
 
     def install(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey) -> None:
         self._keys[(str(paths.team_dir), name)] = key
+        self._installed.add((str(paths.team_dir), name))
 
     def agent_process(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey | None) -> None:
         """This process is the agent ``name``: it signs as itself only, and never reads the
@@ -220,24 +223,34 @@ class Keyring:
         if not self.lead_file_allowed:
             os.environ[UNDER_AGENT_ENV] = name  # its tools inherit it
         self._keys.clear()
+        self._installed.clear()
+        self._lead_files.clear()
         if key is not None:
             self.install(paths, name, key)
 
     def key_for(self, paths: TeamPaths, sender: str) -> Ed25519PrivateKey | None:
         slot = (str(paths.team_dir), sender)
-        if slot in self._keys:
-            return self._keys[slot]
-        key = None
-        if sender == LEAD_NAME and self.lead_file_allowed:
-            data = read_bytes(lead_key_path(paths))
-            key = key_from_bytes(data) if data is not None and len(data) == 32 else None
-        if key is not None or sender == LEAD_NAME:
-            self._keys[slot] = key
+        if sender != LEAD_NAME or slot in self._installed:
+            return self._keys.get(slot)
+        if not self.lead_file_allowed:
+            return None
+        # The lead's key file, read again whenever it changed (a team made anew, a key
+        # made again after the runtime directory was cleared).
+        path = lead_key_path(paths)
+        identity = file_key(path)
+        cached = self._lead_files.get(slot)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        data = read_bytes(path) if identity is not None else None
+        key = key_from_bytes(data) if data is not None and len(data) == 32 else None
+        self._lead_files[slot] = (identity, key)
         return key
 
     def forget(self, paths: TeamPaths) -> None:
-        for slot in [s for s in self._keys if s[0] == str(paths.team_dir)]:
-            del self._keys[slot]
+        for store in (self._keys, self._lead_files):
+            for slot in [s for s in store if s[0] == str(paths.team_dir)]:
+                del store[slot]
+        self._installed = {s for s in self._installed if s[0] != str(paths.team_dir)}
 
 
 keyring = Keyring()
