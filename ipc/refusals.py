@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from ipc.clock import now_iso
+from ipc.errors import AgentTeamsError
 from ipc.paths import TeamPaths
 from ipc.schemas import InboxMessage
 from ipc.storage import append_line, read_bytes
@@ -48,8 +49,8 @@ def record_refusal(paths: TeamPaths, reader: str, message: InboxMessage, reason:
     log.warning("%s refused an entry claiming to be from %s: %s", reader, message.from_, reason)
     try:
         append_line(refused_path(paths), msgspec.json.encode(refusal))
-    except Exception as exc:  # the record is a courtesy; the refusal stands
-        log.error("could not record a refusal: %s", exc)
+    except AgentTeamsError as exc:  # the record is a courtesy; the refusal stands
+        log.error("could not record a refusal: %s", exc.message)
     return refusal
 
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 from cryptography.exceptions import InvalidSignature
@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_der_public_key
 
 from ipc.clock import now_ms
+from ipc.errors import AgentTeamsError
 from ipc.paths import TeamPaths
 from ipc.refusals import Refusal as Refusal
 from ipc.refusals import read_refusals as read_refusals
@@ -332,13 +333,21 @@ class Check:
     person: bool = False  # written unsigned by a person in the sender's name
 
 
+class ConfigSource(Protocol):
+    """The team's config as a reader sees it (a TeamConfigStore: read() is cached by the
+    file's identity, so a check per message costs a stat)."""
+
+    paths: TeamPaths
+
+    def read(self) -> TeamConfig: ...
+
+
 class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
     def __init__(
-        self, config: Any, reader: str, seen: Iterable[str] = (), lead_keys: Iterable[str] = ()
+        self, config: ConfigSource, reader: str, seen: Iterable[str] = (), lead_keys: Iterable[str] = ()
     ) -> None:
-        # ``config``: the team's TeamConfigStore (read() is cached by the file's identity).
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
@@ -353,8 +362,8 @@ class Verifier:
             keys, signs = keys_of(config, message.from_)
             if not signs and message.from_ == LEAD_NAME and self.lead_keys:
                 keys, signs = self.lead_keys, True
-        except Exception as exc:  # an unreadable config: nothing verifies, nothing is trusted
-            return Check(UNVERIFIED, f"config unreadable: {exc}", member=False)
+        except AgentTeamsError as exc:  # an unreadable config: nothing verifies, nothing is trusted
+            return Check(UNVERIFIED, f"config unreadable: {exc.message}", member=False)
         if not signs:
             member = config.member(message.from_) is not None
             if signature_of(message) is not None and message.from_ == LEAD_NAME:
