@@ -157,7 +157,6 @@ class TeamConfigStore:
                 raise Conflict(f"team {self.team!r} already exists; pick another name or delete it first")
             created = now_ms()
             lead_id = agent_id(LEAD_NAME, self.team)
-            lead_key = trust.make_lead_key(self.paths)
             config = TeamConfig(
                 name=self.team,
                 description=description,
@@ -174,7 +173,6 @@ class TeamConfigStore:
                         tmux_pane_id="",
                         cwd=cwd or os.getcwd(),
                         subscriptions=[],
-                        verify_key=lead_key,
                     )
                 ],
             )
@@ -233,18 +231,25 @@ class TeamConfigStore:
         return self._mutate(add)
 
     def ensure_lead_key(self, *, replace_lost: bool = True) -> None:
-        """Give a team of ours a lead key pair if it has none (made before keys existed), or,
-        with ``replace_lost``, a new one if its key file is gone (the runtime directory is
-        cleared at boot). A team whose lead is Claude Code's (2.1.330) is left alone."""
+        """Make this host's lead key pair for a team of ours if it has none (:mod:`ipc.trust`).
+        The first becomes the lead's ``verifyKey``; one made because the file is gone (the
+        runtime directory is cleared at boot) replaces it, or with ``replace_lost=False``
+        (another host of a team across hosts, whose lead side signs with its own key) is
+        added to the lead's known keys. A team whose lead is Claude Code's is left alone."""
         config = self.read()
         lead = config.member(LEAD_NAME)
         if config.writes_v2 or lead is None:
             return
-        if isinstance(lead.verify_key, str) and (
-            not replace_lost or trust.lead_key_path(self.paths).exists()
-        ):
+        have = trust.lead_key_path(self.paths).exists()
+        if have and isinstance(lead.verify_key, str):
             return
-        self.set_key(LEAD_NAME, trust.make_lead_key(self.paths))
+        public = trust.lead_public(self.paths) if have else trust.make_lead_key(self.paths)
+        if public is None:
+            return
+        if not isinstance(lead.verify_key, str) or replace_lost:
+            self.set_key(LEAD_NAME, public)
+        else:
+            self._mutate(lambda c: keep_key(c, LEAD_NAME, public))
 
     def check_new_member(self, name: str) -> None:
         """Conflict if ``name`` is taken (a spawn that does not ask for a suffix)."""
@@ -293,7 +298,7 @@ class TeamConfigStore:
         def remove(config: TeamConfig) -> Member | None:
             for i, member in enumerate(config.members):
                 if member.name == target:
-                    retire_key(config, member)
+                    keep_key(config, member.name, member.verify_key)
                     return config.members.pop(i)
             return None
 
@@ -307,7 +312,7 @@ class TeamConfigStore:
         def change(config: TeamConfig) -> None:
             for i, member in enumerate(config.members):
                 if member.name == target:
-                    retire_key(config, member)
+                    keep_key(config, member.name, member.verify_key)
                     config.members[i] = msgspec.structs.replace(member, verify_key=key)
                     return
             raise NotFound(f"{name!r} is not a member of team {self.team!r}")
@@ -349,13 +354,14 @@ class TeamConfigStore:
         self._cached = None
 
 
-def retire_key(config: TeamConfig, member: Member, keep: int = 8) -> None:
-    """Keep ``member``'s current public key among the retired ones (the newest ``keep``)."""
-    if not isinstance(member.verify_key, str):
+def keep_key(config: TeamConfig, name: str, key: object, keep: int = 8) -> None:
+    """Keep ``key`` among ``name``'s known keys (the newest ``keep``): what it signed still
+    verifies after the member's key changed or the member left."""
+    if not isinstance(key, str):
         return
-    retired = dict(config.retired_keys) if isinstance(config.retired_keys, dict) else {}
-    retired[member.name] = [*retired.get(member.name, []), member.verify_key][-keep:]
-    config.retired_keys = retired
+    known = dict(config.known_keys) if isinstance(config.known_keys, dict) else {}
+    known[name] = [*[k for k in known.get(name, []) if k != key], key][-keep:]
+    config.known_keys = known
 
 
 def join_index(config: TeamConfig, counted: int) -> int:
@@ -389,5 +395,8 @@ def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], l
             problems.append(exc.message)
     return found, problems
 
+
+# A lead-side process about to write as the lead makes the lead's key first, if none exists.
+trust.keyring.make_lead = lambda paths: TeamConfigStore.at(paths).ensure_lead_key(replace_lost=False)
 
 __all__ = ["TeamConfigStore", "encode_config", "file_key", "list_teams", "scan_teams", "UNSET"]

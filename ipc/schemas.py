@@ -79,8 +79,9 @@ class TeamConfig(Struct, rename="camel", kw_only=True):
     lead_session_id: str = ""
     lead_process: LeadProcess | UnsetType = UNSET
     members: list[Member] = []
-    # Public keys of earlier incarnations and removed members: what they wrote still verifies.
-    retired_keys: dict[str, list[str]] | UnsetType = UNSET
+    # More public keys a name's entries verify with (ipc.trust): earlier incarnations',
+    # removed members', and the lead side's on each host of a team across hosts.
+    known_keys: dict[str, list[str]] | UnsetType = UNSET
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)

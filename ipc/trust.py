@@ -5,7 +5,7 @@ nothing. Every member of our teams has a key pair: a teammate's is made by the s
 each start and handed to the process through an inherited pipe (never argv, the environment
 or a file); the lead's is made with the team and kept in the team's private runtime
 directory (which no agent's tools may touch, :mod:`agentproc.permissions`). Public keys are in the config (``verifyKey`` of
-each member; ``retiredKeys`` keeps those of earlier incarnations and removed members, so
+each member; ``knownKeys`` keeps those of earlier incarnations and removed members, so
 what they wrote still verifies).
 
 One scheme, Claude Code 2.1.330's for its lead: an Ed25519 signature, base64url, over the
@@ -28,8 +28,9 @@ but for what a member that cannot sign says of itself.
 from __future__ import annotations
 
 import base64
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -64,13 +65,14 @@ from ipc.schemas import (
 )
 from ipc.storage import FileKey, atomic_write, file_key, read_bytes
 
+log = logging.getLogger("agentteams.trust")
+
 LEAD_TAG = "claude-team-lead-entry-v1"  # Claude Code 2.1.330's, for team-lead's entries
 MEMBER_TAG = "agentteams-entry-v1"  # the same scheme, for every other member's
 KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carries a key (not the key)
 # Set in every agent process but the lead's, and so inherited by its tools: code running
 # under an agent never reads the lead's key file (a heuristic: a tool could unset it).
 UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
-RETIRED_KEEP = 8  # retired keys kept per name
 EPOCH_SLACK_MS = 120_000  # as Claude Code: an entry up to 2 minutes older than the key's epoch
 
 Status = Literal["verified", "unverified", "forged"]
@@ -212,6 +214,9 @@ class Keyring:
         self._installed: set[tuple[str, str]] = set()  # given to this process, not read from a file
         self._lead_files: dict[tuple[str, str], tuple[FileKey | None, Ed25519PrivateKey | None]] = {}
         self.lead_file_allowed = UNDER_AGENT_ENV not in os.environ
+        # Makes the lead's key pair when a lead-side process first writes as the lead (set
+        # by ipc.config, which knows the team's config).
+        self.make_lead: Callable[[TeamPaths], None] | None = None
 
     def install(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey) -> None:
         self._keys[(str(paths.team_dir), name)] = key
@@ -248,24 +253,39 @@ class Keyring:
         return key
 
     def forget(self, paths: TeamPaths) -> None:
-        for store in (self._keys, self._lead_files):
-            for slot in [s for s in store if s[0] == str(paths.team_dir)]:
-                del store[slot]
-        self._installed = {s for s in self._installed if s[0] != str(paths.team_dir)}
+        """Read the lead's key file of ``paths`` again at the next need."""
+        for slot in [s for s in self._lead_files if s[0] == str(paths.team_dir)]:
+            del self._lead_files[slot]
 
 
 keyring = Keyring()
 
 
 def sign_as(paths: TeamPaths, message: InboxMessage) -> InboxMessage:
-    """Sign ``message`` if this process holds its sender's key; else leave it unsigned."""
+    """Sign ``message`` if this process holds its sender's key (the lead's made first, on a
+    lead-side process's first write as the lead); else leave it unsigned."""
     key = keyring.key_for(paths, message.from_)
+    if key is None and message.from_ == LEAD_NAME and keyring.lead_file_allowed and keyring.make_lead:
+        try:
+            keyring.make_lead(paths)
+        except AgentTeamsError as exc:  # no key: the entry goes unsigned, and readers say so
+            log.warning("no lead key for %s: %s", paths.team, exc.message)
+        key = keyring.key_for(paths, message.from_)
     return sign(message, key) if key is not None else message
 
 
 def lead_key_path(paths: TeamPaths) -> Path:
     """In the team's private runtime directory, away from any project an agent works in."""
     return paths.runtime_path() / "keys" / f"{LEAD_NAME}.key"
+
+
+def lead_public(paths: TeamPaths) -> str | None:
+    """The public half of this host's lead key file, stamped with the file's time."""
+    path = lead_key_path(paths)
+    data = read_bytes(path)
+    if data is None or len(data) != 32:
+        return None
+    return public_text(key_from_bytes(data), int(path.stat().st_mtime * 1000))
 
 
 def make_lead_key(paths: TeamPaths) -> str:
@@ -317,7 +337,7 @@ def take_key(environ: dict[str, str] | os._Environ[str] | None = None) -> Ed2551
 def keys_of(config: TeamConfig, name: str) -> tuple[list[str], bool]:
     """(public keys an entry from ``name`` may verify with, whether ``name`` signs)."""
     member = config.member(name)
-    retired = config.retired_keys.get(name, []) if isinstance(config.retired_keys, dict) else []
+    retired = config.known_keys.get(name, []) if isinstance(config.known_keys, dict) else []
     current = member.verify_key if member is not None and isinstance(member.verify_key, str) else None
     if member is not None and current is None:
         return [], False  # a member that cannot sign (a claude teammate, an outside tool)

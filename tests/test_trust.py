@@ -94,6 +94,8 @@ def test_text_can_neither_close_nor_forge_the_wrapper() -> None:
 
 def test_code_under_an_agent_never_reads_the_lead_key(root: Path, team: str, monkeypatch: Any) -> None:
     paths = TeamPaths(root, team)
+    assert not trust.lead_key_path(paths).exists()  # made when the lead side first writes as the lead
+    assert isinstance(new_message(LEAD_NAME, "first", "s", paths=paths).lead_sig, str)
     assert trust.lead_key_path(paths).exists()
     monkeypatch.setenv(trust.UNDER_AGENT_ENV, "mallory")
     assert trust.Keyring().key_for(paths, LEAD_NAME) is None

@@ -130,7 +130,7 @@ class Supervisor:
     def _ensure_lead_key(self) -> None:
         """A team made before keys existed gets its lead's key pair now (ipc.trust)."""
         try:
-            # On the engine another host may hold the lead's key: a missing file is not lost.
+            # On the engine each host's supervisor signs for the lead with a key of its own.
             self.state.config.ensure_lead_key(replace_lost=self.state.engine is None)
         except AgentTeamsError as exc:
             log.error("no lead key for this team: %s", exc.message)
