@@ -38,9 +38,7 @@ class TeamHandle:
         self.name = self.paths.team
         self.root = self.paths.root
         self._doorbell = LazyWaker(self.paths.existing_runtime_dir)
-        self.state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
-        self.state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
-        self.state.messenger.as_person = True  # what it cannot sign is marked as a person's
+        self.state = self._new_state()
         self.store = self.state.config
         self.tasks = self.state.tasks
         self._proc: subprocess.Popen[bytes] | None = None
@@ -50,6 +48,12 @@ class TeamHandle:
         self.bells: dict[str, Bell] = {}
         self._own_bells: list[Bell] = []
         self._bells_lock = threading.Lock()
+
+    def _new_state(self) -> TeamState:
+        state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
+        state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
+        state.messenger.as_person = True  # what it cannot sign in a member's name is marked a person's
+        return state
 
     @property
     def messenger(self) -> Messenger:
@@ -95,7 +99,7 @@ class TeamHandle:
         host = marker.host_name(host_name) if host_name else link.host
         if not link.remembered or host != link.host:
             marker.remember(self.paths, link.url, host)
-            self.state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
+            self.state = self._new_state()
             self.store, self.tasks = self.state.config, self.state.tasks
 
     @property
