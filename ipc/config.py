@@ -23,7 +23,7 @@ from ipc import trust
 from ipc.boundary import decode_errors, os_errors
 from ipc.clock import now_ms
 from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
-from ipc.locks import locked
+from ipc.locks import is_claude_root, locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
 from ipc.preserve import merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
@@ -396,7 +396,14 @@ def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], l
     return found, problems
 
 
-# A lead-side process about to write as the lead makes the lead's key first, if none exists.
-trust.keyring.make_lead = lambda paths: TeamConfigStore.at(paths).ensure_lead_key(replace_lost=False)
+def _make_lead_key(paths: TeamPaths) -> None:
+    """A lead-side process about to write as the lead makes the lead's key first, if none
+    exists; not in a Claude Code root, whose teams' leads may be Claude Code's own (the
+    supervisor of a team there makes it when the team is up)."""
+    if not is_claude_root(paths.root):
+        TeamConfigStore.at(paths).ensure_lead_key(replace_lost=False)
+
+
+trust.keyring.make_lead = _make_lead_key
 
 __all__ = ["TeamConfigStore", "encode_config", "file_key", "list_teams", "scan_teams", "UNSET"]
