@@ -113,7 +113,10 @@ class ModePolicy:
     def decide(self, ctx: AgentContext, tool: Tool[Any], args: dict[str, Any]) -> Decision:
         if tool.kind == "coordination":
             return Decision("allow")
-        aimed = team_state_aimed_at(ctx, tool, args)
+        try:
+            aimed = team_state_aimed_at(ctx, tool, args)
+        except (OSError, ValueError, RuntimeError) as exc:  # cannot tell: fail closed
+            aimed = f"a call whose paths could not be judged ({exc})"
         if aimed:
             return Decision(
                 "deny",
