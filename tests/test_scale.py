@@ -1,0 +1,123 @@
+"""A team as large as the host allows: the supervisor sizes its sockets and files for what
+it runs, and a teammate that cannot fit is refused with one line naming the limit."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+
+from ipc import limits
+from ipc.errors import LimitReached, SupervisorError
+from ipc.wake import WakeListener, Waker
+from supervisor import Team
+from supervisor.daemon import capacity
+from tests.runtime_helpers import AGENTTEAMS, cli, nothing_left_under, wait_for
+
+SOFT, HARD = 64, 160  # room for about a dozen teammates beside the supervisor's own files
+
+
+@contextlib.contextmanager
+def low_limit_team(root: Path) -> Iterator[Team]:
+    """A team whose supervisor was started (by ``agentteams up``) under a low open-file
+    limit; brought down afterwards, and nothing of it may survive."""
+    team = Team.create("t", root=root, cwd=str(root))
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT, HARD))
+
+    subprocess.run(
+        [*AGENTTEAMS, "up", "t", "--root", str(root)], preexec_fn=low, check=True, capture_output=True
+    )
+    try:
+        yield team
+    finally:
+        team.down(grace=2)
+        nothing_left_under(root)
+
+
+def test_a_spawn_past_the_open_file_limit_is_refused_in_one_line_and_the_team_goes_on(
+    tmp_path: Path,
+) -> None:
+    with low_limit_team(tmp_path) as team:
+        started: list[str] = []
+        refusal = ""
+        for i in range(40):
+            try:
+                started.append(team.spawn(f"w{i}", prompt=""))
+            except SupervisorError as exc:
+                refusal = exc.message
+                break
+        assert refusal, "40 teammates fitted in 160 files"
+        assert len(started) >= 3  # the supervisor raised its soft limit of 64 to make room
+        assert "RLIMIT_NOFILE" in refusal and f"hard limit {HARD}" in refusal and "ulimit -Hn" in refusal
+        assert "internal error" not in refusal and "ZMQError" not in refusal
+        sup = team.supervisor_pid()
+        assert sup is not None and resource.prlimit(sup, resource.RLIMIT_NOFILE)[0] > SOFT
+
+        # The same refusal through the CLI: one line, exit 1, and nothing written for it.
+        out = cli(tmp_path, "spawn", "t", "late", "--prompt", "", ok=False)
+        assert out.returncode == 1 and "RLIMIT_NOFILE" in out.stderr
+        assert "late" not in {m.name for m in team.config().teammates()}
+
+        # The team is unaffected: its teammates work, and keep the person's limit for their tools.
+        mates = team.status().teammates
+        assert [m.name for m in mates] == started
+        assert all(resource.prlimit(m.pid, resource.RLIMIT_NOFILE)[0] == SOFT for m in mates if m.pid)
+        task = team.tasks.create("after the refusal", metadata={"command": "true"})
+        assert wait_for(lambda: team.tasks.get(task.id).status == "completed", timeout=30)
+
+
+def test_a_full_zeromq_context_is_named_with_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "zmq_socket_limit", lambda: 40)
+    room = capacity.Capacity()
+    assert room.max_sockets == 40
+    agents = (40 - capacity.RESERVED_SOCKETS) // capacity.SOCKETS_PER_AGENT
+    room.admit("fits", agents - 1)
+    with pytest.raises(LimitReached, match="ZeroMQ context holds 40 sockets.*another host"):
+        room.admit("one-too-many", agents)
+
+
+def test_the_context_is_sized_for_what_the_hard_limit_holds() -> None:
+    _, hard = limits.nofile()
+    room = capacity.Capacity()
+    expected = (hard - capacity.RESERVED_FILES) // capacity.FILES_PER_AGENT * capacity.SOCKETS_PER_AGENT
+    assert room.max_sockets >= min(limits.zmq_socket_limit(), expected)
+    assert room.agent_nofile == limits.nofile()[0]
+
+
+def test_a_waker_keeps_a_bounded_number_of_sockets_and_every_ring_arrives(tmp_path: Path) -> None:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    listeners = [WakeListener(ctx, tmp_path, f"a{i}") for i in range(5)]
+    waker = Waker(tmp_path, kept=2)
+    try:
+        for i in range(5):
+            assert waker.wake(f"a{i}")
+        assert len(waker.sockets) == 2 and list(waker.sockets) == ["a3", "a4"]
+        for listener in listeners:
+            assert listener.socket.poll(5000), "a ring from a closed socket was lost"
+            assert listener.drain() == 1
+    finally:
+        waker.close()
+        for listener in listeners:
+            listener.close()
+        ctx.term()
+
+
+def test_an_agent_puts_its_soft_limit_back() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    pid = os.fork()
+    if pid == 0:  # the child lowers its own limit: what an agent does at start
+        code = 1
+        with contextlib.suppress(BaseException):
+            limits.set_soft_nofile(min(soft, 100))
+            code = 0 if resource.getrlimit(resource.RLIMIT_NOFILE) == (min(soft, 100), hard) else 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
