@@ -4,6 +4,7 @@ it runs, and a teammate that cannot fit is refused with one line naming the limi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import subprocess
@@ -18,7 +19,7 @@ from ipc.errors import LimitReached, SupervisorError
 from ipc.wake import WakeListener, Waker
 from supervisor import Team
 from supervisor.daemon import capacity
-from tests.runtime_helpers import AGENTTEAMS, cli, nothing_left_under, wait_for
+from tests.runtime_helpers import AGENTTEAMS, cli, nothing_left_under, running_team, wait_for
 
 SOFT, HARD = 64, 160  # room for about a dozen teammates beside the supervisor's own files
 
@@ -121,3 +122,56 @@ def test_an_agent_puts_its_soft_limit_back() -> None:
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ---------------------------------------------------------------- views of many teammates
+
+MATES, BUSY, ROWS = 24, 3, 5
+
+
+def _teammate_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("├─ w")]
+
+
+def test_ps_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_budget(tmp_path: Path) -> None:
+    with running_team(tmp_path) as team:
+        for i in range(MATES):
+            team.spawn(f"w{i}", prompt="")
+        wait_for(lambda: [m.state for m in team.status().teammates].count("idle") == MATES, timeout=60)
+        for i in range(BUSY):
+            team.tasks.create(f"long {i}", metadata={"command": "sleep 60"})
+        for i in range(8):
+            team.tasks.create(f"later {i}", metadata={"command": "true"}, blocked_by=["1"])
+        busy = wait_for(
+            lambda: (
+                [m.name for m in team.status().teammates if m.state == "running"]
+                if [m.state for m in team.status().teammates].count("running") == BUSY
+                else None
+            ),
+            timeout=30,
+        )
+
+        text = cli(tmp_path, "ps", "t", "--rows", str(ROWS)).stdout
+        assert f"{MATES} teammates: {BUSY} running · {MATES - BUSY} idle" in text, text
+        rows = _teammate_lines(text)
+        assert len(rows) == ROWS, text
+        assert sorted(r.split()[1] for r in rows[:BUSY]) == sorted(busy), text  # the busy ones first
+        assert f"… {MATES - ROWS} more teammates: {MATES - ROWS} idle" in text and "--all" in text, text
+
+        every = cli(tmp_path, "ps", "t", "--all").stdout
+        assert len(_teammate_lines(every)) == MATES and "more teammates" not in every, every
+        assert len(_teammate_lines(cli(tmp_path, "ps", "t").stdout)) == MATES  # under the default budget
+        full = json.loads(cli(tmp_path, "ps", "t", "--rows", "2", "--json").stdout)
+        assert all(m["process"] for m in full["teams"][0]["teammates"])  # --json: every row, in full
+
+        watch = cli(tmp_path, "watch", "t", "--once", "--rows", str(ROWS)).stdout
+        assert f"{MATES} teammates: {BUSY} running" in watch and "more teammates" in watch, watch
+        shown = [line.split()[0] for line in watch.splitlines() if line.startswith("w")]
+        assert sorted(shown[:BUSY]) == sorted(busy), watch
+
+        tasks = cli(tmp_path, "task", "list", "t", "--rows", "4").stdout.splitlines()
+        assert tasks[0] == f"{BUSY + 8} tasks: {BUSY} in progress · 8 pending", tasks
+        assert [line.split("\t")[1] for line in tasks[1 : 1 + BUSY]] == ["in_progress"] * BUSY, tasks
+        assert tasks[-1].startswith(f"… {BUSY + 8 - 4} more tasks: {BUSY + 8 - 4} pending"), tasks
+        assert len(cli(tmp_path, "task", "list", "t", "--rows", "0").stdout.splitlines()) == BUSY + 8
+        cli(tmp_path, "ps", "t", "--rows", "-1", ok=False)

@@ -23,6 +23,7 @@ from ipc.readable import headline
 from ipc.schemas import Task
 from supervisor.cli.output import emit, open_team, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
+from supervisor.client import busy
 from supervisor.client import operations as ops
 from supervisor.client.team import Team
 
@@ -257,15 +258,22 @@ def cmd_task(args: argparse.Namespace) -> int:
                 f"updated task #{args.id}" if changed.task else f"deleted task #{args.id}",
             )
         elif c == "list":
+            rows = row_budget(args)
             listed = ops.task_list(team, io.TaskQuery(include_internal=args.all)).tasks
             for problem in team.tasks.problems:
                 warn(problem)
 
             def show() -> None:
-                for t in listed:
-                    state = "failed" if t.failed else t.status
+                over = bool(rows) and len(listed) > rows
+                if over:
+                    print(busy.tasks_line(listed))
+                shown, hidden = busy.budget(busy.tasks_first(listed) if over else listed, rows)
+                for t in shown:
                     blocked = f"\t(blocked by {', '.join(t.blocked_by)})" if t.blocked_by else ""
-                    print(f"#{t.id}\t{state}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
+                    print(f"#{t.id}\t{busy.task_state(t)}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
+                if hidden:
+                    rest = busy.tasks_line(busy.tasks_first(listed)[len(shown) :])
+                    print(f"… {rest.replace(' tasks', ' more tasks', 1)} (--rows 0 shows every task)")
                 if not listed:
                     print("no tasks")
 
@@ -336,13 +344,21 @@ def parse_input(text: str | None) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- seeing
 
 
+def row_budget(args: argparse.Namespace) -> int:
+    if args.rows < 0:
+        raise InvalidInput(f"--rows {args.rows}: give 0 (every row) or more")
+    return int(args.rows)
+
+
 def cmd_ps(args: argparse.Namespace) -> int:
+    from supervisor.cli import ps_view
     from supervisor.client import ps
 
-    snapshot = ps.snapshot(args.root, args.team)
+    rows = row_budget(args)
+    snapshot = ps.snapshot(args.root, args.team, None if args.json else rows)
     for problem in snapshot.problems:
         warn(problem)
-    emit(args, snapshot, lambda: ps.print_snapshot(snapshot))
+    emit(args, snapshot, lambda: ps_view.print_snapshot(snapshot, rows))
     return 0
 
 
@@ -377,7 +393,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(msgspec.to_builtins(view.snapshot(team)), default=str))
         else:
-            view.print_once(team, compact=args.compact)
+            view.print_once(team, compact=args.compact, rows=row_budget(args))
         return 0
     view.live(team, compact=args.compact)
     return 0
