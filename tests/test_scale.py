@@ -175,3 +175,22 @@ def test_ps_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_bud
         assert tasks[-1].startswith(f"… {BUSY + 8 - 4} more tasks: {BUSY + 8 - 4} pending"), tasks
         assert len(cli(tmp_path, "task", "list", "t", "--rows", "0").stdout.splitlines()) == BUSY + 8
         cli(tmp_path, "ps", "t", "--rows", "-1", ok=False)
+
+
+def test_the_scale_benchmark_runs_and_reports_each_measure(tmp_path: Path) -> None:
+    """Its quick form, in this process (not part of `bench all --quick`): the code must not rot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from benchmarks import scale
+
+    result = scale.run(quick=True, max_teammates=4)
+    assert [r["teammates"] for r in result["rows"]] == [4]
+    row = result["rows"][0]
+    assert row["spawn_ms_per_teammate"] > 0 and row["uss_mib_per_teammate"] > 0
+    assert row["tasks_per_s"] > 0 and row["send_turn_lost"] == 0 and row["send_turn_idle_lost"] == 0
+    assert row["supervisor_files"] > 0 and row["idle_team_cpu_s_per_min"] >= 0
+    assert scale.table(result).row_count == 1
+    assert scale.plot(plt, result, tmp_path) == tmp_path / "scale.png" and (tmp_path / "scale.png").exists()

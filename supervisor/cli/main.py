@@ -320,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("suite", nargs="?", default="all")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument(
+        "--max", type=int, default=None, metavar="N", help="scale: stop at N teammates (16, 256, 1024, 2048)"
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
