@@ -29,7 +29,8 @@ BURST, QUICK_BURST = 1000, 40
 IDLE_SECONDS, QUICK_IDLE_SECONDS = 60.0, 1.0
 SAMPLES, QUICK_SAMPLES = 100, 10
 BURST_DEADLINE = 120.0  # s; a burst still running then is reported as far as it got
-SPACED = 0.010  # the pause before each latency sample
+SPACED = 0.010  # the pause after each latency sample into the idle team
+BUSY_PAUSE = 0.1  # and into the busy one
 USS_SAMPLE = 128  # teammates whose USS is read (smaps costs ~2 ms a process); the mean stands for all
 MEMORY_HEADROOM = 1.3  # a size runs only if its estimated memory × this fits in what is available
 
@@ -59,12 +60,12 @@ def _all_idle(team: Team, count: int) -> bool:
     return len(states) == count and all(s == "idle" for s in states)
 
 
-def _latency(team: Team, target: str, samples: int, out: list[trace.Span]) -> None:
-    """Spaced sends to ``target`` while the team works; its traced spans into ``out``."""
+def _latency(team: Team, target: str, samples: int, out: list[trace.Span], pause: float = SPACED) -> None:
+    """Sends to ``target``, ``pause`` apart; their traced spans into ``out``."""
     seen = {s.msg_id for s in trace.spans(team.paths)}
     for i in range(samples):
         team.send(target, f"sample {i}", summary="latency sample")
-        time.sleep(SPACED)
+        time.sleep(pause)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         taken = [s for s in trace.spans(team.paths) if s.msg_id not in seen and s.sent and s.taken]
@@ -109,7 +110,9 @@ def measure(
             # A burst of trivial tasks, and messages into the team while it works through them.
             spans: list[trace.Span] = []
             before, cpu0 = team.status().task_wakes, _cpu(sup)
-            sender = threading.Thread(target=_latency, args=(team, mates[-1].name, samples, spans))
+            # Few and far apart: each is a turn (and a reply) that the burst would otherwise not pay.
+            busy = max(1, samples // 3)
+            sender = threading.Thread(target=_latency, args=(team, mates[-1].name, busy, spans, BUSY_PAUSE))
             t0 = time.perf_counter()
             team.tasks.create_many([(f"burst {i}", "", None, None, []) for i in range(burst)])
             sender.start()
@@ -122,11 +125,14 @@ def measure(
             row["burst_completed"] = done  # short of burst: the deadline came first
             row["burst_s"] = seconds
             row["tasks_per_s"] = done / seconds
+            for task in team.tasks.list():  # past the deadline: what is left goes, so the team settles
+                if task.status == "pending":
+                    team.tasks.delete(task.id)
             row["wakes_per_task"] = (team.status().task_wakes - before) / burst
             row["supervisor_cpu_pct_burst"] = 100 * (_cpu(sup) - cpu0) / seconds
             latency = percentiles([s.latency_ms for s in spans])
             row["send_turn_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
-            row["send_turn_lost"] = samples - len(spans)
+            row["send_turn_lost"] = busy - len(spans)
 
             # The whole team, idle: messages into it, then its CPU over a window.
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
