@@ -22,6 +22,7 @@ from rich.table import Table
 from benchmarks.common import env, percentiles, scratch
 from ipc import trace
 from supervisor import Team
+from supervisor.client import busy, ps
 
 SIZES = (16, 256, 1024, 2048)
 QUICK_SIZES = (4, 16)
@@ -111,8 +112,8 @@ def measure(
             spans: list[trace.Span] = []
             before, cpu0 = team.status().task_wakes, _cpu(sup)
             # Few and far apart: each is a turn (and a reply) that the burst would otherwise not pay.
-            busy = max(1, samples // 3)
-            sender = threading.Thread(target=_latency, args=(team, mates[-1].name, busy, spans, BUSY_PAUSE))
+            few = max(1, samples // 3)
+            sender = threading.Thread(target=_latency, args=(team, mates[-1].name, few, spans, BUSY_PAUSE))
             t0 = time.perf_counter()
             team.tasks.create_many([(f"burst {i}", "", None, None, []) for i in range(burst)])
             sender.start()
@@ -132,7 +133,7 @@ def measure(
             row["supervisor_cpu_pct_burst"] = 100 * (_cpu(sup) - cpu0) / seconds
             latency = percentiles([s.latency_ms for s in spans])
             row["send_turn_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
-            row["send_turn_lost"] = busy - len(spans)
+            row["send_turn_lost"] = few - len(spans)
 
             # The whole team, idle: messages into it, then its CPU over a window.
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
@@ -142,6 +143,11 @@ def measure(
             latency = percentiles([s.latency_ms for s in spans])
             row["send_turn_idle_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
             row["send_turn_idle_lost"] = samples - len(spans)
+            # What a person waits for: `ps` within its row budget, and with every row.
+            for key, rows in (("ps_s", busy.DEFAULT_ROWS), ("ps_all_s", None)):
+                t0 = time.perf_counter()
+                ps.snapshot(str(root), team.name, rows)
+                row[key] = time.perf_counter() - t0
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
             time.sleep(2 * settle)
             everyone = [sup, *procs]
@@ -220,6 +226,7 @@ def table(result: dict[str, Any]) -> Table:
         "send→turn p50 ms busy / idle",
         "idle CPU s/min (team)",
         "idle CPU s/min (sup)",
+        "ps s (40 rows / all)",
         "down s",
     )
     for col in cols:
@@ -245,6 +252,7 @@ def table(result: dict[str, Any]) -> Table:
             f"{r['send_turn_ms']['p50']:.1f} / {r['send_turn_idle_ms']['p50']:.2f}",
             f"{r['idle_team_cpu_s_per_min']:.1f}",
             f"{r['idle_supervisor_cpu_s_per_min']:.2f}",
+            f"{r['ps_s']:.2f} / {r['ps_all_s']:.2f}",
             f"{r['down_s']:.1f}",
         )
     return t
@@ -258,6 +266,7 @@ PANELS = (
     ("tasks_per_s", "burst of trivial tasks, tasks/s"),
     ("send_turn", "send → turn p50, ms: busy team, idle team"),
     ("idle_team_cpu_s_per_min", "idle team CPU, CPU-s per minute"),
+    ("ps", "agentteams ps, s: 40 rows, every row"),
     ("down_s", "agentteams down, s"),
 )
 
@@ -266,13 +275,18 @@ def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
     rows = [r for r in result["rows"] if "skipped" not in r]
     if not rows:
         return None
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    fig, axes = plt.subplots(3, 3, figsize=(14, 10))
     sizes = [r["teammates"] for r in rows]
     for ax, (key, title) in zip(axes.flat, PANELS, strict=True):
         if key == "send_turn":
             ax.plot(sizes, [r["send_turn_ms"]["p50"] for r in rows], marker="o", label="busy")
             ax.plot(sizes, [r["send_turn_idle_ms"]["p50"] for r in rows], marker="s", label="idle")
             ax.set_yscale("log")
+            ax.legend(fontsize=7)
+        elif key == "ps":
+            ax.plot(sizes, [r["ps_s"] for r in rows], marker="o", label="40 rows")
+            ax.plot(sizes, [r["ps_all_s"] for r in rows], marker="s", label="every row")
+            ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
         else:
             ax.plot(sizes, [r[key] for r in rows], marker="o")
@@ -281,7 +295,7 @@ def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
         ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
         ax.set_title(title, fontsize=9)
         ax.grid(True, alpha=0.3)
-    for ax in axes[1]:
+    for ax in axes[-1]:
         ax.set_xlabel("teammates")
     fig.suptitle("how cost grows with the team (one host, offline teammates)")
     path = out / "scale.png"

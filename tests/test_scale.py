@@ -191,6 +191,6 @@ def test_the_scale_benchmark_runs_and_reports_each_measure(tmp_path: Path) -> No
     row = result["rows"][0]
     assert row["spawn_ms_per_teammate"] > 0 and row["uss_mib_per_teammate"] > 0
     assert row["tasks_per_s"] > 0 and row["send_turn_lost"] == 0 and row["send_turn_idle_lost"] == 0
-    assert row["supervisor_files"] > 0 and row["idle_team_cpu_s_per_min"] >= 0
+    assert row["supervisor_files"] > 0 and row["idle_team_cpu_s_per_min"] >= 0 and row["ps_s"] > 0
     assert scale.table(result).row_count == 1
     assert scale.plot(plt, result, tmp_path) == tmp_path / "scale.png" and (tmp_path / "scale.png").exists()
