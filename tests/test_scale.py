@@ -6,16 +6,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zmq
 
 from ipc import limits
 from ipc.errors import LimitReached, SupervisorError
+from ipc.tasks import SPREAD, TaskList
 from ipc.wake import WakeListener, Waker
 from supervisor import Team
 from supervisor.daemon import capacity
@@ -194,3 +197,30 @@ def test_the_scale_benchmark_runs_and_reports_each_measure(tmp_path: Path) -> No
     assert row["supervisor_files"] > 0 and row["idle_team_cpu_s_per_min"] >= 0 and row["ps_s"] > 0
     assert scale.table(result).row_count == 1
     assert scale.plot(plt, result, tmp_path) == tmp_path / "scale.png" and (tmp_path / "scale.png").exists()
+
+
+def test_a_claimer_that_lost_the_race_for_the_lowest_task_spreads_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hundreds of claimers all going for the lowest task again would each win one round in
+    hundreds: after a lost race a claimer picks among the lowest few, at random."""
+    Team.create("t", root=tmp_path, cwd=str(tmp_path))
+    tasks = TaskList(tmp_path, "t")
+    for i in range(100):
+        tasks.create(f"t{i + 1}")
+    stale = list(tasks._claimables())  # what a claimer saw just before "rival" won task 1
+    tasks.claim("1", "rival")
+    real = TaskList._claimables
+    looks: list[int] = []
+
+    def seen(self: TaskList) -> Iterator[Any]:
+        looks.append(1)
+        return iter(stale) if len(looks) == 1 else real(self)
+
+    monkeypatch.setattr(TaskList, "_claimables", seen)
+    random.seed(7)  # a pick of task 2 (the lowest left) would be 1 in 64: this seed does not
+    got = tasks.claim_next("w0")
+    assert len(looks) == 2 and got is not None and got.owner == "w0"
+    assert 3 <= int(got.id) <= 1 + SPREAD, got.id  # not the lowest again: among the lowest few
+    lowest = tasks.claim_next("w1")
+    assert lowest is not None and lowest.id == "2"  # a claimer that lost no race takes the lowest
