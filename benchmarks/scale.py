@@ -21,6 +21,7 @@ from rich.table import Table
 
 from benchmarks.common import env, percentiles, scratch
 from ipc import trace
+from ipc.errors import AgentTeamsError
 from supervisor import Team
 from supervisor.client import busy, ps
 
@@ -57,7 +58,10 @@ def _completed(team: Team) -> int:
 
 
 def _all_idle(team: Team, count: int) -> bool:
-    states = [m.state for m in team.status().teammates]
+    try:
+        states = [m.state for m in team.status().teammates]
+    except AgentTeamsError:  # a supervisor too busy to answer in time: not settled
+        return False
     return len(states) == count and all(s == "idle" for s in states)
 
 
@@ -77,13 +81,20 @@ def _latency(team: Team, target: str, samples: int, out: list[trace.Span], pause
 
 
 def measure(
-    teammates: int, burst: int, idle_seconds: float, samples: int, settle: float = 1.0
+    teammates: int,
+    burst: int,
+    idle_seconds: float,
+    samples: int,
+    settle: float = 1.0,
+    row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One size; ``settle``: seconds let pass before each quiet measure."""
+    """One size, into ``row`` (what was measured stays there if a later step fails);
+    ``settle``: seconds let pass before each quiet measure."""
     with scratch() as root, env(AGENTTEAMS_TRACE="1"):
         team = Team.create("scale", root=root, cwd=str(root))
         team.up()
-        row: dict[str, Any] = {"teammates": teammates}
+        row = {} if row is None else row
+        row["teammates"] = teammates
         try:
             sup = psutil.Process(team.supervisor_pid())
             cpu0, spawns = _cpu(sup), []
@@ -161,7 +172,7 @@ def measure(
             row["idle_cpu_s_per_teammate_min"] = (sum(cpu1s[1:]) - sum(cpu0s[1:])) * per_min / teammates
         finally:
             t0 = time.perf_counter()
-            team.down(grace=10)
+            team.down(grace=10, timeout=180)
             row["down_s"] = time.perf_counter() - t0
         return row
 
@@ -184,7 +195,12 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
         if not fits:
             rows.append({"teammates": n, "skipped": f"not enough memory: {why}"})
             continue
-        rows.append(measure(n, burst, idle, samples, settle=0.2 if quick else 1.0))
+        row: dict[str, Any] = {}
+        try:
+            rows.append(measure(n, burst, idle, samples, settle=0.2 if quick else 1.0, row=row))
+        except (TimeoutError, AgentTeamsError) as exc:  # a size too large for this host: say so, stop
+            rows.append({"teammates": n, "skipped": f"failed: {exc}", "partial": row})
+            break
         uss = max(uss, rows[-1]["uss_mib_per_teammate"])
     hard = psutil.Process(os.getpid()).rlimit(psutil.RLIMIT_NOFILE)[1]
     return {"rows": rows, "nofile_hard": hard, "targets": _targets(rows)}
