@@ -136,7 +136,9 @@ def _teammate_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("├─ w")]
 
 
-def test_ps_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_budget(tmp_path: Path) -> None:
+def test_ps_status_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_budget(
+    tmp_path: Path,
+) -> None:
     with running_team(tmp_path) as team:
         for i in range(MATES):
             team.spawn(f"w{i}", prompt="")
@@ -166,6 +168,11 @@ def test_ps_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_bud
         assert len(_teammate_lines(cli(tmp_path, "ps", "t").stdout)) == MATES  # under the default budget
         full = json.loads(cli(tmp_path, "ps", "t", "--rows", "2", "--json").stdout)
         assert all(m["process"] for m in full["teams"][0]["teammates"])  # --json: every row, in full
+
+        status = cli(tmp_path, "status", "t", "--rows", str(ROWS)).stdout.splitlines()
+        assert status[0] == f"{MATES} teammates: {BUSY} running · {MATES - BUSY} idle", status
+        assert [line.split("\t")[1] for line in status[1 : 1 + BUSY]] == ["running"] * BUSY, status
+        assert len(status) == ROWS + 2 and "more teammates" in status[-1], status
 
         watch = cli(tmp_path, "watch", "t", "--once", "--rows", str(ROWS)).stdout
         assert f"{MATES} teammates: {BUSY} running" in watch and "more teammates" in watch, watch

@@ -107,13 +107,16 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    rows = row_budget(args)
     status = open_team(args).status()
-    emit(
-        args,
-        status,
-        "\n".join(f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in status.teammates)
-        or "no teammates",
-    )
+    mates = status.teammates
+    over = bool(rows) and len(mates) > rows
+    shown, _ = busy.budget(busy.mates_first(mates) if over else mates, rows)
+    lines = [f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in shown]
+    if over:
+        rest = busy.mates_line(busy.mates_first(mates)[len(shown) :], more=True)
+        lines = [busy.mates_line(mates), *lines, f"… {rest} (--rows 0 shows every one)"]
+    emit(args, status, "\n".join(lines) or "no teammates")
     return 0
 
 
@@ -272,8 +275,8 @@ def cmd_task(args: argparse.Namespace) -> int:
                     blocked = f"\t(blocked by {', '.join(t.blocked_by)})" if t.blocked_by else ""
                     print(f"#{t.id}\t{busy.task_state(t)}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
                 if hidden:
-                    rest = busy.tasks_line(busy.tasks_first(listed)[len(shown) :])
-                    print(f"… {rest.replace(' tasks', ' more tasks', 1)} (--rows 0 shows every task)")
+                    rest = busy.tasks_line(busy.tasks_first(listed)[len(shown) :], more=True)
+                    print(f"… {rest} (--rows 0 shows every task)")
                 if not listed:
                     print("no tasks")
 

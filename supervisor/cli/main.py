@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--grace", type=float, default=5.0)
     status = cmd(sub, "status", "the supervisor's view of a team")
     status.add_argument("team")
+    rows_option(status, "teammates")
 
     spawn = cmd(sub, "spawn", "start a teammate")
     spawn.add_argument("team")

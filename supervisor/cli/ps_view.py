@@ -58,9 +58,7 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
         if mate.role == "subagent" and mate.parent not in shown:
             _print_mate(mate, "")
     if hidden:
-        rest = busy.mates_line(busy.mates_first(top)[len(listed) :]).replace(
-            " teammates", " more teammates", 1
-        )
+        rest = busy.mates_line(busy.mates_first(top)[len(listed) :], more=True)
         print(f"└─ … {rest} ('agentteams ps {tree.team} --all' shows every row)")
     if failed:
         print(failed.lstrip("\n"))

@@ -153,7 +153,7 @@ def _members(
             table.add_row(*tool, Text(child.cmdline, style="dim"))
     if not over:
         return [table]
-    rest = busy.mates_line(mates[len(shown) :]).replace(" teammates", " more teammates", 1)
+    rest = busy.mates_line(mates[len(shown) :], more=True)
     more = _line(f"… {rest} ({hint})", width, "dim")
     return [_line(busy.mates_line(mates), width, "bold"), table, more] if counted else [table, more]
 

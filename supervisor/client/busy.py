@@ -41,16 +41,18 @@ def mates_first(mates: Sequence[M]) -> list[M]:
     return sorted(mates, key=lambda m: _mate_rank(m.state))
 
 
-def count_line(what: str, states: Sequence[str], order: Sequence[str]) -> str:
-    """``2,048 teammates: 12 running · 2,036 idle``: the states in ``order``, then any other."""
+def count_line(what: str, states: Sequence[str], order: Sequence[str], more: bool = False) -> str:
+    """``2,048 teammates: 12 running · 2,036 idle``: the states in ``order``, then any other
+    (``more``: ``2,000 more teammates: …``, for the rows left out)."""
     counts = Counter(states)
     named = [s for s in order if counts[s]] + sorted(s for s in counts if s not in order)
     parts = " · ".join(f"{counts[s]:,} {s.replace('_', ' ')}" for s in named)
-    return f"{len(states):,} {what}" + (f": {parts}" if parts else "")
+    return f"{len(states):,} {'more ' if more else ''}{what}" + (f": {parts}" if parts else "")
 
 
-def mates_line(mates: Sequence[HasState]) -> str:
-    return count_line("teammates", [m.state for m in mates], (*MATE_ORDER[:3], "idle", *MATE_ORDER[3:]))
+def mates_line(mates: Sequence[HasState], more: bool = False) -> str:
+    order = (*MATE_ORDER[:3], "idle", *MATE_ORDER[3:])
+    return count_line("teammates", [m.state for m in mates], order, more)
 
 
 def task_state(task: Task) -> str:
@@ -64,8 +66,8 @@ def tasks_first(tasks: Sequence[Task]) -> list[Task]:
     return [*by["failed"], *by["in_progress"], *by["pending"], *other, *reversed(by["completed"])]
 
 
-def tasks_line(tasks: Sequence[Task]) -> str:
-    return count_line("tasks", [task_state(t) for t in tasks], TASK_ORDER)
+def tasks_line(tasks: Sequence[Task], more: bool = False) -> str:
+    return count_line("tasks", [task_state(t) for t in tasks], TASK_ORDER, more)
 
 
 def budget(rows: Sequence[T], limit: int | None) -> tuple[list[T], int]:
