@@ -201,7 +201,7 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
         except (TimeoutError, AgentTeamsError) as exc:  # a size too large for this host: say so, stop
             rows.append({"teammates": n, "skipped": f"failed: {exc}", "partial": row})
             break
-        uss = max(uss, rows[-1]["uss_mib_per_teammate"])
+        uss = rows[-1]["uss_mib_per_teammate"]
     hard = psutil.Process(os.getpid()).rlimit(psutil.RLIMIT_NOFILE)[1]
     return {"rows": rows, "nofile_hard": hard, "targets": _targets(rows)}
 
