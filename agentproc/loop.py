@@ -30,6 +30,7 @@ from agentproc.permissions import ModePolicy
 from agentproc.runner import AgentRunner
 from ipc import link, trace, trust
 from ipc.clock import now_iso
+from ipc.errors import LockTimeout
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
 from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, ShutdownRequest, TaskAssignment, parse_body
@@ -37,6 +38,7 @@ from ipc.task_rules import claim_prompt
 
 log = logging.getLogger("agentteams.agent")
 MAX_IDLE_BLOCKS = 5
+LOCK_BACKOFF = 1.0  # s before looking again after a lock wait timed out
 
 
 def max_failed_turns() -> int:
@@ -239,7 +241,11 @@ class AgentLoop(AgentRunner):
         self.hello()
         outcome = TurnOutcome()
         while True:
-            turn = self.next_turn()
+            try:
+                turn = self.next_turn()
+            except LockTimeout as exc:
+                self._lock_busy(exc)
+                continue
             if turn is None and self.idle:
                 self.absorb(self.ctx.channel.wait(self._wait_timeout()))
                 continue
@@ -257,4 +263,14 @@ class AgentLoop(AgentRunner):
                     return EXIT_GAVE_UP
             # After every turn, and once when there is nothing to do: one idle notification.
             if not self.idle_hook_blocks():
-                self.go_idle(outcome)
+                try:
+                    self.go_idle(outcome)
+                except LockTimeout as exc:
+                    self._lock_busy(exc)  # not idle yet: the notification is tried again
+
+    def _lock_busy(self, exc: LockTimeout) -> None:
+        """A lock held longer than our timeout by a live process (hundreds of teammates busy on
+        a few cores): wait a moment (a wake cuts it short) and look again, rather than exit
+        and come back through a restart that adds to the crowd."""
+        log.warning("%s: %s; looking again shortly", self.spec.agent_name, exc.message)
+        self.absorb(self.ctx.channel.wait(LOCK_BACKOFF))

@@ -13,8 +13,9 @@ parser.add_argument("suite", nargs="?", default="all")
 parser.add_argument("--quick", action="store_true")
 parser.add_argument("--out", type=Path, default=None)
 parser.add_argument("--json", action="store_true")
+parser.add_argument("--max", type=int, default=None, help="the scale suite stops at this many teammates")
 args = parser.parse_args()
 try:
-    sys.exit(main(args.suite, quick=args.quick, out=args.out, as_json=args.json))
+    sys.exit(main(args.suite, quick=args.quick, out=args.out, as_json=args.json, max_teammates=args.max))
 except AgentTeamsError as exc:
     sys.exit(f"agentteams: error: {exc.message}")

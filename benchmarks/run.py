@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from benchmarks import (
     idle,
     latency,
     mcp_door,
+    scale,
     spawn,
     tasks,
     teardown,
@@ -43,8 +45,11 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "claude_socket": claude_socket.run,
     "hosts": hosts.run,
     "teardown": teardown.run,
+    "scale": scale.run,
 }
-NOT_QUICK = {"claude_socket"}  # runs the real claude: `bench all --quick` (make test) leaves it out
+# claude_socket runs the real claude, scale thousands of teammates: `bench all --quick`
+# (make test) leaves them out.
+NOT_QUICK = {"claude_socket", "scale"}
 DEFAULT_OUT = Path(__file__).parent / "results"
 
 
@@ -306,6 +311,8 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 ",".join(map(str, r["exit_codes"])),
             )
         out.append(t)
+    if "scale" in results:
+        out.append(scale.table(results["scale"]))
     targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
     if targets:
         t = Table(title="targets")
@@ -413,11 +420,24 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.legend()
         ax.grid(True, alpha=0.3)
         made.append(_save(plt, fig, out / "claude_socket.png"))
+    if "scale" in results and (path := scale.plot(plt, results["scale"], out)) is not None:
+        made.append(path)
     return made
 
 
-def main(suite: str = "all", quick: bool = False, out: Path | None = None, as_json: bool = False) -> int:
+def main(
+    suite: str = "all",
+    quick: bool = False,
+    out: Path | None = None,
+    as_json: bool = False,
+    max_teammates: int | None = None,
+) -> int:
+    """``max_teammates``: the scale suite stops at that size."""
     out = out or DEFAULT_OUT
+    suites: dict[str, Callable[[bool], dict[str, Any]]] = {
+        **SUITES,
+        "scale": functools.partial(scale.run, max_teammates=max_teammates),
+    }
     # Teammates of benchmark teams load benchmarks.models from this checkout.
     checkout = str(Path(__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
@@ -437,7 +457,7 @@ def main(suite: str = "all", quick: bool = False, out: Path | None = None, as_js
     for name in chosen:
         t0 = time.monotonic()
         console.print(f"running {name}{' (quick)' if quick else ''}…")
-        results[name] = SUITES[name](quick)
+        results[name] = suites[name](quick)
         results[name]["seconds"] = round(time.monotonic() - t0, 1)
     for table in tables(results):
         console.print(table)

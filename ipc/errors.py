@@ -33,6 +33,11 @@ class Conflict(AgentTeamsError):
     """The operation clashes with the current state (already exists, still running, cycle)."""
 
 
+class LimitReached(Conflict):
+    """A limit of the host (open files, sockets) leaves no room; the message names the limit
+    and what to change. Nothing was changed."""
+
+
 class TaskFailed(AgentTeamsError):
     """A task a job waited for failed; its error is in the task (``metadata.lastError``)."""
 

@@ -61,6 +61,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     subagent_id: str = ""
     backend: Backend = "process"  # claude-code: this process runs the real `claude` CLI
     claude_peers: str = ""  # a Claude Code config dir whose sessions may list and message this agent
+    nofile: int = 0  # the open-file soft limit to run with (its supervisor may have raised its own)
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",

@@ -23,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import random
 import stat
 import threading
 import time
@@ -142,19 +143,25 @@ def _open_lock_file(path: Path) -> int:
 
 
 def _flock(fd: int, path: Path, deadline: float | None) -> None:
+    """Poll (a blocking flock cannot time out): at most every 5 ms while the wait is short,
+    then less often the longer it lasts, up to every 50 ms with jitter, so that hundreds of
+    waiters do not spend the CPU the holder needs to finish."""
     if deadline is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return
     delay = 0.0002
+    started = time.monotonic()
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise LockTimeout(f"timed out waiting for lock {path}") from None
             time.sleep(delay)
-            delay = min(delay * 2, 0.005)
+            cap = min(0.05, max(0.005, (now - started) / 10))
+            delay = min(delay * 2, cap) * random.uniform(0.75, 1.25)
 
 
 # ---------------------------------------------------------------- Claude Code's mkdir lock

@@ -49,9 +49,14 @@ class Poller:
         return [self._keys[handle] for handle, _ in events if handle in self._keys]
 
 
-def context() -> zmq.Context[zmq.Socket[bytes]]:
-    """A ZeroMQ context for one process (one I/O thread is plenty for doorbells)."""
-    return zmq.Context(io_threads=1)
+def context(max_sockets: int | None = None) -> zmq.Context[zmq.Socket[bytes]]:
+    """A ZeroMQ context for one process (one I/O thread is plenty for doorbells), for up to
+    ``max_sockets`` sockets (None: ZeroMQ's 1,023). The size only takes before the first
+    socket, so it is set here."""
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context(io_threads=1)
+    if max_sockets is not None:
+        ctx.set(zmq.MAX_SOCKETS, max_sockets)
+    return ctx
 
 
 def close_context(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:

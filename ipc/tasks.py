@@ -18,7 +18,9 @@ the dependency graph in :mod:`ipc.task_graph`, what hot paths look at in
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
+import random
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from ipc.messaging import Messenger
 
 _decoder = msgspec.json.Decoder(Task)
+
+SPREAD = 64  # claimable tasks a claimer that lost a race picks among
 
 
 class TaskList(TaskReads):
@@ -331,7 +335,9 @@ class TaskList(TaskReads):
     def claim_next(self, agent: str, hint: str = "") -> Task | None:
         """Auto-claim for ``agent``: the task ``hint`` if it can be had, else the lowest
         claimable task. The search runs without the lock; the claim under it reads only the
-        candidate and its blockers."""
+        candidate and its blockers. After losing a race, one of the lowest few claimable
+        tasks, at random: hundreds of claimers that all went for the lowest again would
+        each win one round in hundreds."""
         agent = normalise_agent_name(agent)
         if hint:
             candidate = self._get_or_none(hint)
@@ -339,10 +345,11 @@ class TaskList(TaskReads):
                 result = self.claim(hint, agent)
                 if result.success:
                     return result.task
-        for _ in range(8):  # another claimer may win a candidate: try the next one
-            candidate = self.find_claimable()
-            if candidate is None:
+        for attempt in range(8):  # another claimer may win a candidate: try another
+            pool = list(itertools.islice(self._claimables(), 1 if attempt == 0 else SPREAD))
+            if not pool:
                 return None
+            candidate = random.choice(pool)
             with self._locked() as guard:
                 current = self._get_or_none(candidate.id)
                 if current is None or not self.is_claimable(current):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +31,9 @@ DEFAULT_LINGER_MS = 1000
 # runtime when no lead agent runs) and passes each wake on to a lead agent that runs.
 LEAD_AGENT = "team-lead.agent"
 _HWM = 64  # a doorbell needs no queue: one frame waiting is as good as many
+# Sockets a Waker keeps connected (the least recently rung closed past it): an agent that
+# broadcasts to a team of thousands must not hold a socket, and two files, for each.
+KEPT_SOCKETS = 128
 
 
 def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
@@ -100,7 +104,8 @@ class WakeListener:
 
 
 class Waker:
-    """Rings agents' doorbells from any process; keeps one connected socket per recipient."""
+    """Rings agents' doorbells from any process; keeps a connected socket for each of the
+    ``kept`` recipients rung most recently (None: for every recipient)."""
 
     def __init__(
         self,
@@ -108,35 +113,61 @@ class Waker:
         *,
         linger_ms: int = DEFAULT_LINGER_MS,
         ctx: zmq.Context[zmq.Socket[bytes]] | None = None,
+        kept: int | None = KEPT_SOCKETS,
     ) -> None:
         self.runtime_dir = runtime_dir
         self.linger_ms = linger_ms
+        self.kept = kept
         self._own_ctx = ctx is None
         self.ctx: zmq.Context[zmq.Socket[bytes]] | None = ctx
-        self.sockets: dict[str, zmq.Socket[bytes]] = {}
+        self.sockets: OrderedDict[str, zmq.Socket[bytes]] = OrderedDict()
         self._finalizer: weakref.finalize[..., Waker] | None = None
 
     def wake(self, agent: str) -> bool:
-        """Wake ``agent``; False if it is not listening (nothing to wait for)."""
+        """Wake ``agent``; False if it is not listening (nothing to wait for), or if no
+        socket can be had (out of files: the recipient's fallback poll reads it later)."""
         sock = self.sockets.get(agent)
         if sock is None:
             path = socket_path(self.runtime_dir, agent)
             if not path.exists():
                 return False
-            if self.ctx is None:
-                self.ctx = zmq.Context(io_threads=1)
-                self._finalizer = weakref.finalize(self, shut, self.ctx, self.sockets, 0)
-            sock = self.ctx.socket(zmq.PUSH)
-            sock.setsockopt(zmq.LINGER, self.linger_ms)
-            sock.setsockopt(zmq.SNDHWM, _HWM)
-            sock.setsockopt(zmq.RECONNECT_IVL, 20)
-            sock.connect(f"ipc://{path}")
+            sock = self._connect(path)
+            if sock is None:
+                return False
             self.sockets[agent] = sock
+        else:
+            self.sockets.move_to_end(agent)
         try:
             sock.send(b"", zmq.NOBLOCK)
             return True
         except zmq.ZMQError:
             return False  # its queue is full: it has plenty of wakes to read already
+
+    def _connect(self, path: Path) -> zmq.Socket[bytes] | None:
+        if self.ctx is None:
+            self.ctx = zmq.Context(io_threads=1)
+            self._finalizer = weakref.finalize(self, shut, self.ctx, self.sockets, 0)
+        while self.kept is not None and len(self.sockets) >= self.kept:
+            self._close_oldest()
+        try:
+            sock = self.ctx.socket(zmq.PUSH)
+        except zmq.ZMQError:  # out of files or sockets: make room once, else do without
+            if not self.sockets:
+                return None
+            self._close_oldest()
+            try:
+                sock = self.ctx.socket(zmq.PUSH)
+            except zmq.ZMQError:
+                return None
+        sock.setsockopt(zmq.LINGER, self.linger_ms)
+        sock.setsockopt(zmq.SNDHWM, _HWM)
+        sock.setsockopt(zmq.RECONNECT_IVL, 20)
+        sock.connect(f"ipc://{path}")
+        return sock
+
+    def _close_oldest(self) -> None:
+        _, sock = self.sockets.popitem(last=False)
+        sock.close()  # with its linger: a ring still in flight goes out
 
     def forget(self, agent: str) -> None:
         """Drop the socket to ``agent`` (it has left the team)."""

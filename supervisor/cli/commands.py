@@ -24,6 +24,7 @@ from ipc.readable import headline
 from ipc.schemas import LEAD_NAME, Task
 from supervisor.cli.output import emit, open_team, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
+from supervisor.client import busy
 from supervisor.client import operations as ops
 from supervisor.client.ps_claude import lead_verify_keys
 from supervisor.client.team import Team
@@ -108,13 +109,16 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    rows = row_budget(args)
     status = open_team(args).status()
-    emit(
-        args,
-        status,
-        "\n".join(f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in status.teammates)
-        or "no teammates",
-    )
+    mates = status.teammates
+    over = bool(rows) and len(mates) > rows
+    shown, _ = busy.budget(busy.mates_first(mates) if over else mates, rows)
+    lines = [f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in shown]
+    if over:
+        rest = busy.mates_line(busy.mates_first(mates)[len(shown) :], more=True)
+        lines = [busy.mates_line(mates), *lines, f"… {rest} (--rows 0 shows every one)"]
+    emit(args, status, "\n".join(lines) or "no teammates")
     return 0
 
 
@@ -277,15 +281,22 @@ def cmd_task(args: argparse.Namespace) -> int:
                 f"updated task #{args.id}" if changed.task else f"deleted task #{args.id}",
             )
         elif c == "list":
+            rows = row_budget(args)
             listed = ops.task_list(team, io.TaskQuery(include_internal=args.all)).tasks
             for problem in team.tasks.problems:
                 warn(problem)
 
             def show() -> None:
-                for t in listed:
-                    state = "failed" if t.failed else t.status
+                over = bool(rows) and len(listed) > rows
+                if over:
+                    print(busy.tasks_line(listed))
+                shown, hidden = busy.budget(busy.tasks_first(listed) if over else listed, rows)
+                for t in shown:
                     blocked = f"\t(blocked by {', '.join(t.blocked_by)})" if t.blocked_by else ""
-                    print(f"#{t.id}\t{state}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
+                    print(f"#{t.id}\t{busy.task_state(t)}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
+                if hidden:
+                    rest = busy.tasks_line(busy.tasks_first(listed)[len(shown) :], more=True)
+                    print(f"… {rest} (--rows 0 shows every task)")
                 if not listed:
                     print("no tasks")
 
@@ -356,13 +367,21 @@ def parse_input(text: str | None) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- seeing
 
 
+def row_budget(args: argparse.Namespace) -> int:
+    if args.rows < 0:
+        raise InvalidInput(f"--rows {args.rows}: give 0 (every row) or more")
+    return int(args.rows)
+
+
 def cmd_ps(args: argparse.Namespace) -> int:
+    from supervisor.cli import ps_view
     from supervisor.client import ps
 
-    snapshot = ps.snapshot(args.root, args.team)
+    rows = row_budget(args)
+    snapshot = ps.snapshot(args.root, args.team, None if args.json else rows)
     for problem in snapshot.problems:
         warn(problem)
-    emit(args, snapshot, lambda: ps.print_snapshot(snapshot))
+    emit(args, snapshot, lambda: ps_view.print_snapshot(snapshot, rows))
     return 0
 
 
@@ -397,7 +416,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(msgspec.to_builtins(view.snapshot(team)), default=str))
         else:
-            view.print_once(team, compact=args.compact)
+            view.print_once(team, compact=args.compact, rows=row_budget(args))
         return 0
     view.live(team, compact=args.compact)
     return 0

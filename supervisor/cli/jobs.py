@@ -106,6 +106,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     argv += ["--quick"] if args.quick else []
     argv += ["--out", str(args.out)] if args.out else []
     argv += ["--json"] if args.json else []
+    argv += ["--max", str(args.max)] if args.max is not None else []
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH")) if p),

@@ -23,6 +23,7 @@ from ipc.launch import SupervisorOptions
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
+from supervisor.client.busy import DEFAULT_ROWS
 
 LEAD_HELP = """\
 the goal, for the offline lead (the default model): numbered steps, one per line, each
@@ -180,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--grace", type=float, default=5.0)
     status = cmd(sub, "status", "the supervisor's view of a team")
     status.add_argument("team")
+    rows_option(status, "teammates")
 
     spawn = cmd(sub, "spawn", "start a teammate")
     spawn.add_argument("team")
@@ -266,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     t_list = cmd(task_sub, "list", "list tasks")
     t_list.add_argument("team")
     t_list.add_argument("--all", action="store_true", help="also Claude Code's hidden teammate tasks")
+    rows_option(t_list, "tasks")
     t_claim = cmd(task_sub, "claim", "claim a task for an agent")
     t_claim.add_argument("team")
     t_claim.add_argument("id")
@@ -298,12 +301,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     ps = cmd(sub, "ps", "the live process tree")
     ps.add_argument("team", nargs="?")
+    rows_option(ps, "teammates")
+    ps.add_argument(
+        "--all", dest="rows", action="store_const", const=0, help="every teammate's row (--rows 0)"
+    )
     watch = cmd(sub, "watch", "a live view of a team")
     watch.add_argument("team")
     watch.add_argument("--once", action="store_true", help="print one frame and exit")
     watch.add_argument(
         "--compact", action="store_true", help="the task counts and one line per teammate only"
     )
+    rows_option(watch, "teammates (printed to a pipe; a terminal's height decides there)")
 
     from supervisor.cli import engine_commands
 
@@ -313,12 +321,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("suite", nargs="?", default="all")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument(
+        "--max", type=int, default=None, metavar="N", help="scale: stop at N teammates (16, 256, 1024, 2048)"
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
         help="where results go (default: benchmarks/results of the checkout)",
     )
     return p
+
+
+def rows_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=DEFAULT_ROWS,
+        metavar="N",
+        help=f"past N {what}: a count line, the busy ones first, the rest counted (0: every row)",
+    )
 
 
 def _quiet_broken_pipe() -> None:

@@ -4,7 +4,8 @@ that matter now, the lead's recent messages, traced latency and usage.
 It fits the terminal it is given: every cell is one line (long text is cut with an
 ellipsis, never wrapped), columns are dropped by priority on narrow screens, and rows are
 given out by priority on short ones: the counts and the teammates first, then tasks and
-messages, and the teammates' tool processes only when there is room. Idle notifications are
+messages, and the teammates' tool processes only when there is room. Teammates that do not all fit are
+counted in a line, the busy ones shown first. Idle notifications are
 counted, not listed: they would crowd out the messages that say something.
 """
 
@@ -24,6 +25,7 @@ from ipc.errors import AgentTeamsError
 from ipc.readable import headline
 from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, Task, parse_body
 from ipc.usage import spent
+from supervisor.client import busy
 from supervisor.client.ps import MateTree, TeamTree, elsewhere, team_tree
 from supervisor.client.team import Team
 
@@ -51,9 +53,10 @@ class ViewSnapshot(msgspec.Struct, kw_only=True):
     tracing: bool
 
 
-def snapshot(team: Team) -> ViewSnapshot:
-    """Everything the view shows, gathered once."""
-    tree = team_tree(team)
+def snapshot(team: Team, rows: int | None = None) -> ViewSnapshot:
+    """Everything the view shows, gathered once (``rows``: the teammates' processes only for
+    as many as can show)."""
+    tree = team_tree(team, rows=rows)
     elsewhere(team, tree)  # a team on the engine: the other hosts' members too
     try:
         tasks = team.tasks.list(include_internal=False)
@@ -115,14 +118,21 @@ def _headline(tree: TeamTree, tasks: list[Task], width: int) -> list[Text]:
     return [_line(title, width, "bold"), _line(summary, width, "bold red" if failed else "")]
 
 
-def _members(mates: list[MateTree], width: int, rows: int | None, tools: bool) -> list[RenderableType]:
+def _members(
+    mates: list[MateTree], width: int, rows: int | None, tools: bool, hint: str = "a taller window shows them"
+) -> list[RenderableType]:
     columns: list[tuple[str, int | None]] = [("teammate", 14), ("state", 8)]
     if width >= WIDE:
         columns += [("pid", 7), ("cpu", 5)]
     if width >= WIDER:
         columns += [("restarts", 8), ("unread", 6)]
     table = _table(*columns, ("current task", None), width=width)
-    shown = mates if rows is None or len(mates) <= rows else mates[: max(rows - 1, 0)]
+    over = rows is not None and len(mates) > rows
+    # Too many for the screen: a count line, the busy ones first, the rest counted.
+    counted = over and rows is not None and rows >= 3
+    if over:
+        mates = busy.mates_first(mates)
+    shown = mates[: max((rows or 0) - (2 if counted else 1), 0)] if over else mates
     for mate in shown:
         name = f"{mate.name} ({mate.host})" if mate.host else mate.name
         cells = [Text(name), Text(mate.state, style=STATE_STYLE.get(mate.state, ""))]
@@ -141,12 +151,11 @@ def _members(mates: list[MateTree], width: int, rows: int | None, tools: bool) -
             if width >= WIDER:
                 tool += [Text(""), Text("")]
             table.add_row(*tool, Text(child.cmdline, style="dim"))
-    more = len(mates) - len(shown)
-    return (
-        [table, _line(f"… {more} more teammates (a taller window shows them)", width, "dim")]
-        if more
-        else [table]
-    )
+    if not over:
+        return [table]
+    rest = busy.mates_line(mates[len(shown) :], more=True)
+    more = _line(f"… {rest} ({hint})", width, "dim")
+    return [_line(busy.mates_line(mates), width, "bold"), table, more] if counted else [table, more]
 
 
 def _tasks(tasks: list[Task], width: int, rows: int) -> Table:
@@ -197,15 +206,21 @@ def _footer(snap: ViewSnapshot, width: int) -> Text:
 
 
 def render(
-    snap: ViewSnapshot, *, width: int = 200, height: int | None = None, compact: bool = False
+    snap: ViewSnapshot,
+    *,
+    width: int = 200,
+    height: int | None = None,
+    compact: bool = False,
+    rows: int | None = None,
 ) -> Group:
-    """The view for a terminal ``width`` × ``height`` (None: as tall as it needs).
-    ``compact``: the counts and the teammates only."""
+    """The view for a terminal ``width`` × ``height`` (None: as tall as it needs, with at
+    most ``rows`` lines of teammates, None or 0: every one). ``compact``: the counts and the
+    teammates only."""
     mates = snap.tree.teammates
     parts: list[RenderableType] = list(_headline(snap.tree, snap.tasks, width))
     tools = sum(len(m.children) for m in mates)
     if height is None:
-        parts += _members(mates, width, None, tools=not compact)
+        parts += _members(mates, width, rows or None, tools=not compact, hint="--rows 0 shows every one")
         if not compact:
             parts += [Text(""), _tasks(snap.tasks, width, TASK_ROWS)]
             parts += [Text(""), *_messages(snap.messages, width, MESSAGE_ROWS), _footer(snap, width)]
@@ -237,10 +252,12 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=200, soft_wrap=True)
 
 
-def print_once(team: Team, compact: bool = False) -> None:
+def print_once(team: Team, compact: bool = False, rows: int | None = None) -> None:
+    """One frame: as tall as the terminal, or (piped) with at most ``rows`` teammate lines."""
     out = console()
     height = out.height if out.is_terminal else None
-    out.print(render(snapshot(team), width=out.width, height=height, compact=compact))
+    rows = height if height is not None else rows
+    out.print(render(snapshot(team, rows), width=out.width, height=height, compact=compact, rows=rows))
 
 
 def live(team: Team, refresh: float = 0.5, compact: bool = False) -> None:
@@ -248,7 +265,8 @@ def live(team: Team, refresh: float = 0.5, compact: bool = False) -> None:
 
     def frame() -> Group:
         # One line spare: the cursor's. The size is read each time: the window may change.
-        return render(snapshot(team), width=out.width, height=out.height - 1, compact=compact)
+        height = out.height - 1
+        return render(snapshot(team, height), width=out.width, height=height, compact=compact)
 
     with Live(frame(), console=out, refresh_per_second=4, screen=False, vertical_overflow="crop") as view:
         try:

@@ -19,8 +19,8 @@ from ipc.paths import TeamPaths, resolve_root
 from ipc.replies import TeamStatus
 from ipc.schemas import Task
 from ipc.tasks import TaskList
-from ipc.usage import TeamUsage, spent, team_usage
-from supervisor.client import launcher
+from ipc.usage import TeamUsage, team_usage
+from supervisor.client import busy, launcher
 from supervisor.client.handle import TeamHandle
 from supervisor.client.ps_claude import ClaudeTeam, claude_code_teams, claude_made
 
@@ -136,31 +136,57 @@ def prime(pids: list[int]) -> None:
             continue
 
 
-def descendants(pid: int) -> list[ProcInfo]:
-    """Every process below ``pid``, each with its depth (1 = child), parents before children."""
-    try:
-        kids = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    depth = {pid: 0}
-    out = []
-    for kid in sorted(kids, key=lambda k: k.pid):
-        try:
-            parent = kid.ppid()
-        except psutil.NoSuchProcess:
-            continue
-        depth[kid.pid] = depth.get(parent, 0) + 1
-    for kid in kids:
-        if (info := describe(kid.pid, depth.get(kid.pid, 1))) is not None:
-            out.append(info)
+Kids = dict[int, list[int]]  # parent pid → its children's pids
+
+
+def process_table() -> Kids:
+    """Every process's children, read once: asking psutil for each teammate's would read
+    the whole process table per teammate, minutes for a team of thousands."""
+    kids: Kids = {}
+    for proc in psutil.process_iter(["ppid"]):
+        ppid = proc.info["ppid"]
+        if ppid is not None:
+            kids.setdefault(ppid, []).append(proc.pid)
+    return kids
+
+
+def _below(pid: int, kids: Kids) -> list[tuple[int, int]]:
+    """(pid, depth) of every process below ``pid`` (1 = child), parents before children."""
+    out: list[tuple[int, int]] = []
+    level, depth = sorted(kids.get(pid, [])), 1
+    while level:
+        out += [(p, depth) for p in level]
+        level, depth = sorted(k for p in level for k in kids.get(p, [])), depth + 1
     return out
+
+
+def descendants(pid: int, kids: Kids | None = None) -> list[ProcInfo]:
+    """Every process below ``pid``, each with its depth (1 = child), parents before children."""
+    below = _below(pid, kids if kids is not None else process_table())
+    return [info for p, depth in below if (info := describe(p, depth)) is not None]
 
 
 # ---------------------------------------------------------------- our teams
 
 
-def team_tree(team: TeamHandle, status: TeamStatus | None = None) -> TeamTree:
-    """One team's processes with state, resources, unread messages and current task."""
+def shown(status: TeamStatus, rows: int | None) -> set[str] | None:
+    """The teammates a view of ``rows`` teammate rows shows (the busy ones first, and every
+    subagent, under its parent); None: every one."""
+    top = [m for m in status.teammates if m.role != "subagent"]
+    if not rows or len(top) <= rows:
+        return None
+    return {m.name for m in busy.mates_first(top)[:rows]} | {
+        m.name for m in status.teammates if m.role == "subagent"
+    }
+
+
+def team_tree(
+    team: TeamHandle, status: TeamStatus | None = None, kids: Kids | None = None, rows: int | None = None
+) -> TeamTree:
+    """One team's processes with state, resources, unread messages and current task
+    (``kids``: the process table, if the caller has read it already). With ``rows``, only the
+    teammates a view of that many rows shows get their process, tools and unread messages
+    read; the rest, their state and task: a team of thousands is seen in a moment."""
     tree = TeamTree(team=team.name, root=str(team.root))
     try:
         tree.usage = team_usage(team.paths)
@@ -184,7 +210,10 @@ def team_tree(team: TeamHandle, status: TeamStatus | None = None) -> TeamTree:
         tree.lead = describe(status.lead_pid)
     owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
     by_id = {t.id: t for t in tasks}
+    kids = kids if kids is not None else process_table()
+    seen = shown(status, rows)
     for mate in status.teammates:
+        full = seen is None or mate.name in seen
         task = by_id.get(mate.task) if mate.task else owned.get(mate.name)
         entry = MateTree(
             name=mate.name,
@@ -193,12 +222,12 @@ def team_tree(team: TeamHandle, status: TeamStatus | None = None) -> TeamTree:
             restarts=mate.restarts,
             role=mate.role,
             parent=mate.parent,
-            unread=_unread(team, mate.name),
+            unread=_unread(team, mate.name) if full else 0,
             task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
         )
-        if mate.pid:
+        if mate.pid and full:
             entry.process = describe(mate.pid)
-            entry.children = descendants(mate.pid)
+            entry.children = descendants(mate.pid, kids)
         entry.host = team.host
         tree.teammates.append(entry)
     return tree
@@ -278,9 +307,10 @@ def _unread(team: TeamHandle, name: str) -> int:
         return 0
 
 
-def snapshot(root: str | None, team_name: str | None = None) -> PsReport:
+def snapshot(root: str | None, team_name: str | None = None, rows: int | None = None) -> PsReport:
     """Every team under ``root`` (or one), with Claude Code's own under a Claude Code root.
-    A team whose config does not parse still shows its processes, and a problem line."""
+    A team whose config does not parse still shows its processes, and a problem line.
+    ``rows``: read in full only the teammates a view of that many rows shows."""
     configs, problems = scan_teams(root)
     teams_dir = resolve_root(root) / "teams"
     # Every team with a config file, also one that does not parse: its processes still show.
@@ -306,13 +336,16 @@ def snapshot(root: str | None, team_name: str | None = None) -> PsReport:
     ]
     teams = [TeamHandle(n, root) for n in names]
     statuses = {t.name: _status(t) for t in teams}
-    prime([p for s in statuses.values() if s for p in _pids(s)])
+    kids = process_table()
+    prime([p for s in statuses.values() if s for p in _pids(s, kids, shown(s, rows))])
     if any(statuses.values()):
         time.sleep(CPU_SAMPLE)
     snap = PsReport(problems=problems)
     for team in teams:
         status = statuses[team.name]
-        tree = team_tree(team, status) if status else TeamTree(team=team.name, root=str(team.root))
+        tree = (
+            team_tree(team, status, kids, rows) if status else TeamTree(team=team.name, root=str(team.root))
+        )
         elsewhere(team, tree)
         snap.teams.append(tree)
     snap.claude_code = claude_code_teams(root, configs, team_name)
@@ -328,99 +361,14 @@ def _status(team: TeamHandle) -> TeamStatus | None:
         return None
 
 
-def _pids(status: TeamStatus) -> list[int]:
-    """The supervisor, its fork server and lead, its teammates and everything below them."""
-    pids = [status.supervisor, *(t.pid for t in status.teammates if t.pid)]
+def _pids(status: TeamStatus, kids: Kids, seen: set[str] | None) -> list[int]:
+    """The supervisor, its fork server and lead, its teammates (those ``seen``; None: all)
+    and everything below them."""
+    pids = [
+        status.supervisor,
+        *(t.pid for t in status.teammates if t.pid and (seen is None or t.name in seen)),
+    ]
     below = [status.forkserver or 0, status.lead_pid or 0]
     for pid in pids[1:]:
-        try:
-            below += [k.pid for k in psutil.Process(pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            continue
+        below += [p for p, _ in _below(pid, kids)]
     return [p for p in [*pids, *below] if p]
-
-
-# ---------------------------------------------------------------- printing
-
-
-def _mib(value: int | None) -> int:
-    return (value or 0) // 2**20
-
-
-def print_tree(tree: TeamTree) -> None:
-    sup = tree.supervisor
-    failed = "".join(f"\n  failed task #{t.id} {t.subject}" for t in tree.failed_tasks)
-    usage = (
-        f"\n  usage {spent(tree.usage.tokens, tree.usage.usd)}" if tree.usage and tree.usage.agents else ""
-    )
-    where = f" on {tree.host}" if tree.host else ""
-    if sup is None:
-        print(f"{tree.team}: not up{where}{failed}{usage}")
-        for mate in tree.teammates:
-            _print_mate(mate, "")
-        return
-    print(
-        f"{tree.team}{where}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
-        + usage
-    )
-    if tree.forkserver:
-        print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
-    # Subagents are printed under their parent (the lead or a teammate).
-    subagents: dict[str, list[MateTree]] = {}
-    for mate in tree.teammates:
-        if mate.role == "subagent":
-            subagents.setdefault(mate.parent, []).append(mate)
-    shown = {m.name for m in tree.teammates if m.role != "subagent"} | ({"team-lead"} if tree.lead else set())
-    if tree.lead:
-        print(
-            f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {_mib(tree.lead.rss)} MiB"
-        )
-        for sub in subagents.get("team-lead", []):
-            _print_mate(sub, "│   ")
-    for mate in tree.teammates:
-        if mate.role != "subagent":
-            _print_mate(mate, "")
-            for sub in subagents.get(mate.name, []):
-                _print_mate(sub, "│   ")
-        elif mate.parent not in shown:
-            _print_mate(mate, "")
-    if failed:
-        print(failed.lstrip("\n"))
-
-
-def _print_mate(mate: MateTree, indent: str) -> None:
-    proc = mate.process
-    task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
-    role = f" (subagent of {mate.parent})" if mate.role == "subagent" else ""
-    if mate.host and mate.pid is None:  # another host's teammate: no process to show here
-        print(
-            f"{indent}├─ {mate.name:<14} {'-':>7}  {mate.state:<8} on host {mate.host}  unread {mate.unread}  {task}"
-        )
-        return
-    role += f"  on {mate.host}" if mate.host else ""
-    print(
-        f"{indent}├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
-        f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
-        f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
-    )
-    for child in mate.children:
-        print(
-            f"│   {indent}{'    ' * (child.depth - 1)}└─ {child.pid:>7}  cpu {child.cpu_percent:>3.0f}%  {child.cmdline[:80]}"
-        )
-
-
-def print_snapshot(snap: PsReport) -> None:
-    for tree in snap.teams:
-        print_tree(tree)
-    for cc in snap.claude_code:
-        if cc.live is None:
-            state = "lead not recorded (Claude Code 2.1.38): live or not cannot be told"
-        else:
-            state = "live" if cc.live else "stale (its lead session is gone)"
-        print(
-            f"{cc.team}: Claude Code team, {state}, lead pid {cc.lead_pid or '-'}, members {', '.join(cc.members)}"
-        )
-        for p in cc.processes:
-            print(f"├─ claude-code {p.agent_id}\tpid {p.pid}\t{'member' if p.member else 'not in config'}")
-    if not snap.teams and not snap.claude_code:
-        print("no teams")

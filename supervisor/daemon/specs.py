@@ -29,6 +29,7 @@ class TeamContext:
     session: str
     options: SupervisorOptions
     supervisor_pid: int
+    nofile: int = 0  # the open-file soft limit its agents run with (0: what they inherit)
 
     def base(self, **fields: object) -> LaunchSpec:
         return LaunchSpec(
@@ -39,6 +40,7 @@ class TeamContext:
             fallback_poll=self.options.fallback_poll,
             supervisor_pid=self.supervisor_pid,
             claude_peers=self.options.claude_peers,
+            nofile=self.nofile,
             **fields,  # type: ignore[arg-type]
         )
 

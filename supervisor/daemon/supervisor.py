@@ -44,6 +44,7 @@ from ipc.replies import SpawnReply, SubagentReply, SubagentResult, TeamStatus
 from ipc.schemas import LEAD_NAME
 from ipc.team_state import TeamState
 from ipc.wake import WakeListener, Waker
+from supervisor.daemon.capacity import FILES_PER_AGENT, Capacity
 from supervisor.daemon.child import Child, Done
 from supervisor.daemon.children import Children
 from supervisor.daemon.inbox_watch import InboxWatch
@@ -81,12 +82,16 @@ class Supervisor:
 
     def start(self) -> None:
         locks.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
-        self.ctx = context()
-        self.waker = Waker(self.runtime, linger_ms=0, ctx=self.ctx)
+        # Sized for every agent the open-file limit could hold; each is admitted on arrival.
+        self.capacity = Capacity(per_agent_files=FILES_PER_AGENT if self.zmq else 1)
+        self.ctx = context(self.capacity.max_sockets)
+        self.waker = Waker(self.runtime, linger_ms=0, ctx=self.ctx, kept=None)
         self.state = TeamState(self.paths, doorbell=self.waker)
         session = self.state.config.read().lead_session_id  # fails early on an unknown team
         self.pid = os.getpid()
-        self.context = TeamContext(self.team, self.paths.root, session, self.options, self.pid)
+        self.context = TeamContext(
+            self.team, self.paths.root, session, self.options, self.pid, self.capacity.agent_nofile
+        )
         set_child_subreaper()
         set_process_name("at-supervisor")
         fix_malloc_mmap_threshold()  # it runs for hours: its RSS must not climb in steps
@@ -169,9 +174,15 @@ class Supervisor:
             if released:
                 log.info("resume: released %s's tasks %s", member.name, released)
             try:
+                self._admit(member.name)
                 self._launch(teammate_spec(self.context, member, permission_mode=""))
             except AgentTeamsError as exc:
                 log.error("cannot resume %s: %s", member.name, exc.message)
+
+    def _admit(self, name: str) -> None:
+        """Room for one more agent, or LimitReached naming the limit (before anything is
+        written). A restart needs none: the agent keeps its link."""
+        self.capacity.admit(name, len(self.router.links) if self.zmq else len(self.children.by_name))
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         if spec.backend == "claude-code":
@@ -307,6 +318,7 @@ class Supervisor:
         """Check everything first: nothing is written for a spawn that cannot start."""
         if self.children.stopping_all:
             raise InvalidInput("the team is shutting down; no new teammates")
+        self._admit(options.name)
         options, cwd = check_spawn(self.context, self.state.config.read(), options)
         member = self.state.config.add_member(
             options.name,
@@ -338,6 +350,7 @@ class Supervisor:
         if parent is None and not (options.parent == LEAD_NAME and self.lead.pid is not None):
             raise NotFound(f"{options.parent!r} is not a running agent of this team")
         spec = subagent_spec(self.context, self.state.config.read(), options, parent.spec if parent else None)
+        self._admit(spec.agent_name)
         subagents.write(
             self.paths,
             SubagentResult(

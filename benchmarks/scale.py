@@ -1,0 +1,320 @@
+"""How cost grows with the team: 16, 256, 1,024 and 2,048 offline teammates on one host.
+
+For each size: spawn time per teammate, USS per teammate, the supervisor's RSS, CPU and open
+files, tasks per second for a burst of trivial tasks, send → turn into one teammate while the
+team works through that burst (the recipient is one of the workers: the message waits for
+its turn) and again once the team is idle, the whole team's CPU over an idle window, and how
+long ``down`` takes. A size that would not fit in the memory available now is skipped, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from rich.table import Table
+
+from benchmarks.common import env, percentiles, scratch
+from ipc import trace
+from ipc.errors import AgentTeamsError
+from supervisor import Team
+from supervisor.client import busy, ps
+
+SIZES = (16, 256, 1024, 2048)
+QUICK_SIZES = (4, 16)
+BURST, QUICK_BURST = 1000, 40
+IDLE_SECONDS, QUICK_IDLE_SECONDS = 60.0, 1.0
+SAMPLES, QUICK_SAMPLES = 100, 10
+BURST_DEADLINE = 120.0  # s; a burst still running then is reported as far as it got
+SPACED = 0.010  # the pause after each latency sample into the idle team
+BUSY_PAUSE = 0.1  # and into the busy one
+USS_SAMPLE = 128  # teammates whose USS is read (smaps costs ~2 ms a process); the mean stands for all
+MEMORY_HEADROOM = 1.3  # a size runs only if its estimated memory × this fits in what is available
+
+
+def _cpu(proc: psutil.Process) -> float:
+    try:
+        times = proc.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system)
+
+
+def _wait(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(interval)
+
+
+def _completed(team: Team) -> int:
+    return sum(1 for t in team.tasks.list() if t.status == "completed")
+
+
+def _all_idle(team: Team, count: int) -> bool:
+    try:
+        states = [m.state for m in team.status().teammates]
+    except AgentTeamsError:  # a supervisor too busy to answer in time: not settled
+        return False
+    return len(states) == count and all(s == "idle" for s in states)
+
+
+def _latency(team: Team, target: str, samples: int, out: list[trace.Span], pause: float = SPACED) -> None:
+    """Sends to ``target``, ``pause`` apart; their traced spans into ``out``."""
+    seen = {s.msg_id for s in trace.spans(team.paths)}
+    for i in range(samples):
+        team.send(target, f"sample {i}", summary="latency sample")
+        time.sleep(pause)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        taken = [s for s in trace.spans(team.paths) if s.msg_id not in seen and s.sent and s.taken]
+        if len(taken) >= samples:
+            break
+        time.sleep(0.05)
+    out.extend(taken)
+
+
+def measure(
+    teammates: int,
+    burst: int,
+    idle_seconds: float,
+    samples: int,
+    settle: float = 1.0,
+    row: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One size, into ``row`` (what was measured stays there if a later step fails);
+    ``settle``: seconds let pass before each quiet measure."""
+    with scratch() as root, env(AGENTTEAMS_TRACE="1"):
+        team = Team.create("scale", root=root, cwd=str(root))
+        team.up()
+        row = {} if row is None else row
+        row["teammates"] = teammates
+        try:
+            sup = psutil.Process(team.supervisor_pid())
+            cpu0, spawns = _cpu(sup), []
+            t0 = time.perf_counter()
+            for i in range(teammates):
+                t = time.perf_counter()
+                team.spawn(f"w{i}", prompt="")
+                spawns.append((time.perf_counter() - t) * 1e3)
+            row["spawn_s"] = time.perf_counter() - t0
+            row["spawn_ms_per_teammate"] = row["spawn_s"] * 1e3 / teammates
+            row["spawn_p50_ms"] = percentiles(spawns)["p50"]
+            row["supervisor_cpu_s_spawning"] = _cpu(sup) - cpu0
+            _wait(lambda: _all_idle(team, teammates), 300, "teammates did not become idle", 0.5)
+            time.sleep(settle)
+            mates = team.status().teammates
+            procs = [psutil.Process(m.pid) for m in mates if m.pid]
+            sample = random.Random(1).sample(procs, min(USS_SAMPLE, len(procs)))
+            uss = [p.memory_full_info().uss for p in sample]
+            row["uss_mib_per_teammate"] = sum(uss) / len(uss) / 2**20
+            row["uss_gib_team"] = row["uss_mib_per_teammate"] * teammates / 1024
+            row["supervisor_rss_mib"] = sup.memory_info().rss / 2**20
+            row["supervisor_files"] = sup.num_fds()
+            row["supervisor_nofile_soft"] = sup.rlimit(psutil.RLIMIT_NOFILE)[0]
+
+            # A burst of trivial tasks, and messages into the team while it works through them.
+            spans: list[trace.Span] = []
+            before, cpu0 = team.status().task_wakes, _cpu(sup)
+            # Few and far apart: each is a turn (and a reply) that the burst would otherwise not pay.
+            few = max(1, samples // 3)
+            sender = threading.Thread(target=_latency, args=(team, mates[-1].name, few, spans, BUSY_PAUSE))
+            t0 = time.perf_counter()
+            team.tasks.create_many([(f"burst {i}", "", None, None, []) for i in range(burst)])
+            sender.start()
+            deadline = time.monotonic() + BURST_DEADLINE
+            while (done := _completed(team)) < burst and time.monotonic() < deadline:
+                time.sleep(0.25)
+            seconds = time.perf_counter() - t0
+            sender.join()
+            row["burst_tasks"] = burst
+            row["burst_completed"] = done  # short of burst: the deadline came first
+            row["burst_s"] = seconds
+            row["tasks_per_s"] = done / seconds
+            for task in team.tasks.list():  # past the deadline: what is left goes, so the team settles
+                if task.status == "pending":
+                    team.tasks.delete(task.id)
+            row["wakes_per_task"] = (team.status().task_wakes - before) / burst
+            row["supervisor_cpu_pct_burst"] = 100 * (_cpu(sup) - cpu0) / seconds
+            latency = percentiles([s.latency_ms for s in spans])
+            row["send_turn_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
+            row["send_turn_lost"] = few - len(spans)
+
+            # The whole team, idle: messages into it, then its CPU over a window.
+            _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
+            time.sleep(settle)
+            spans = []
+            _latency(team, mates[-1].name, samples, spans)
+            latency = percentiles([s.latency_ms for s in spans])
+            row["send_turn_idle_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
+            row["send_turn_idle_lost"] = samples - len(spans)
+            # What a person waits for: `ps` within its row budget, and with every row.
+            for key, rows in (("ps_s", busy.DEFAULT_ROWS), ("ps_all_s", None)):
+                t0 = time.perf_counter()
+                ps.snapshot(str(root), team.name, rows)
+                row[key] = time.perf_counter() - t0
+            _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
+            time.sleep(2 * settle)
+            everyone = [sup, *procs]
+            cpu0s = [_cpu(p) for p in everyone]
+            time.sleep(idle_seconds)
+            cpu1s = [_cpu(p) for p in everyone]
+            per_min = 60.0 / idle_seconds
+            row["idle_s"] = idle_seconds
+            row["idle_team_cpu_s_per_min"] = (sum(cpu1s) - sum(cpu0s)) * per_min
+            row["idle_supervisor_cpu_s_per_min"] = (cpu1s[0] - cpu0s[0]) * per_min
+            row["idle_cpu_s_per_teammate_min"] = (sum(cpu1s[1:]) - sum(cpu0s[1:])) * per_min / teammates
+        finally:
+            t0 = time.perf_counter()
+            team.down(grace=10, timeout=180)
+            row["down_s"] = time.perf_counter() - t0
+        return row
+
+
+def _fits(teammates: int, uss_mib: float) -> tuple[bool, str]:
+    need = teammates * uss_mib * MEMORY_HEADROOM / 1024 + 0.5
+    free = psutil.virtual_memory().available / 2**30
+    return need <= free, f"needs ~{need:.1f} GiB, {free:.1f} GiB available"
+
+
+def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
+    sizes = [n for n in (QUICK_SIZES if quick else SIZES) if max_teammates is None or n <= max_teammates]
+    burst = QUICK_BURST if quick else BURST
+    idle = QUICK_IDLE_SECONDS if quick else IDLE_SECONDS
+    samples = QUICK_SAMPLES if quick else SAMPLES
+    rows: list[dict[str, Any]] = []
+    uss = 8.0  # MiB, until the first size has measured it
+    for n in sizes:
+        fits, why = _fits(n, uss)
+        if not fits:
+            rows.append({"teammates": n, "skipped": f"not enough memory: {why}"})
+            continue
+        row: dict[str, Any] = {}
+        try:
+            rows.append(measure(n, burst, idle, samples, settle=0.2 if quick else 1.0, row=row))
+        except (TimeoutError, AgentTeamsError) as exc:  # a size too large for this host: say so, stop
+            rows.append({"teammates": n, "skipped": f"failed: {exc}", "partial": row})
+            break
+        uss = rows[-1]["uss_mib_per_teammate"]
+    hard = psutil.Process(os.getpid()).rlimit(psutil.RLIMIT_NOFILE)[1]
+    return {"rows": rows, "nofile_hard": hard, "targets": _targets(rows)}
+
+
+def _targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    done = [r for r in rows if "skipped" not in r]
+    if not done:
+        return []
+    big = done[-1]
+    return [
+        {
+            "target": f"{big['teammates']:,} teammates spawned in one team (the largest size run)",
+            "value": big["teammates"],
+            "met": big["teammates"] >= 2000,
+        },
+        {
+            "target": f"send → turn p50 ≤ 2 ms into an idle team of {big['teammates']:,}",
+            "value": big["send_turn_idle_ms"]["p50"],
+            "met": big["send_turn_idle_ms"]["p50"] <= 2,
+        },
+    ]
+
+
+# ---------------------------------------------------------------- table and plot
+
+
+def table(result: dict[str, Any]) -> Table:
+    t = Table(title="how cost grows with the team (offline teammates, one host)")
+    cols = (
+        "teammates",
+        "spawn ms/mate",
+        "USS MiB/mate",
+        "sup RSS MiB",
+        "sup files",
+        "sup CPU s (spawn)",
+        "tasks/s",
+        "sup CPU % (burst)",
+        "send→turn p50 ms busy / idle",
+        "idle CPU s/min (team)",
+        "idle CPU s/min (sup)",
+        "ps s (40 rows / all)",
+        "down s",
+    )
+    for col in cols:
+        t.add_column(col, justify="right")
+    for r in result["rows"]:
+        if "skipped" in r:
+            t.add_row(f"{r['teammates']:,}", r["skipped"], *[""] * (len(cols) - 2))
+            continue
+        t.add_row(
+            f"{r['teammates']:,}",
+            f"{r['spawn_ms_per_teammate']:.1f}",
+            f"{r['uss_mib_per_teammate']:.1f}",
+            f"{r['supervisor_rss_mib']:.0f}",
+            f"{r['supervisor_files']:,}",
+            f"{r['supervisor_cpu_s_spawning']:.1f}",
+            f"{r['tasks_per_s']:.0f}"
+            + (
+                ""
+                if r.get("burst_completed", r["burst_tasks"]) == r["burst_tasks"]
+                else f" ({r['burst_completed']:,} done)"
+            ),
+            f"{r['supervisor_cpu_pct_burst']:.0f}",
+            f"{r['send_turn_ms']['p50']:.1f} / {r['send_turn_idle_ms']['p50']:.2f}",
+            f"{r['idle_team_cpu_s_per_min']:.1f}",
+            f"{r['idle_supervisor_cpu_s_per_min']:.2f}",
+            f"{r['ps_s']:.2f} / {r['ps_all_s']:.2f}",
+            f"{r['down_s']:.1f}",
+        )
+    return t
+
+
+PANELS = (
+    ("spawn_ms_per_teammate", "spawn, ms per teammate"),
+    ("uss_mib_per_teammate", "USS per teammate, MiB"),
+    ("supervisor_rss_mib", "supervisor RSS, MiB"),
+    ("supervisor_cpu_pct_burst", "supervisor CPU during the burst, %"),
+    ("tasks_per_s", "burst of trivial tasks, tasks/s"),
+    ("send_turn", "send → turn p50, ms: busy team, idle team"),
+    ("idle_team_cpu_s_per_min", "idle team CPU, CPU-s per minute"),
+    ("ps", "agentteams ps, s: 40 rows, every row"),
+    ("down_s", "agentteams down, s"),
+)
+
+
+def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
+    rows = [r for r in result["rows"] if "skipped" not in r]
+    if not rows:
+        return None
+    fig, axes = plt.subplots(3, 3, figsize=(14, 10))
+    sizes = [r["teammates"] for r in rows]
+    for ax, (key, title) in zip(axes.flat, PANELS, strict=True):
+        if key == "send_turn":
+            ax.plot(sizes, [r["send_turn_ms"]["p50"] for r in rows], marker="o", label="busy")
+            ax.plot(sizes, [r["send_turn_idle_ms"]["p50"] for r in rows], marker="s", label="idle")
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
+        elif key == "ps":
+            ax.plot(sizes, [r["ps_s"] for r in rows], marker="o", label="40 rows")
+            ax.plot(sizes, [r["ps_all_s"] for r in rows], marker="s", label="every row")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=7)
+        else:
+            ax.plot(sizes, [r[key] for r in rows], marker="o")
+            ax.set_ylim(bottom=0)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("teammates")
+    fig.suptitle("how cost grows with the team (one host, offline teammates)")
+    path = out / "scale.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
