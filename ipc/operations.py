@@ -26,6 +26,19 @@ class NoInput(Struct, forbid_unknown_fields=True):
     """Nothing to give."""
 
 
+class TeamBrief(Struct, kw_only=True):
+    """A team under the root, as a list of teams shows it."""
+
+    name: str
+    description: str
+    members: int  # the lead too
+
+
+class Teams(Struct, kw_only=True):
+    teams: list[TeamBrief]
+    problems: list[str] = []  # a team whose config does not parse, one line each
+
+
 # ---------------------------------------------------------------- the team
 
 
@@ -127,6 +140,25 @@ class Event(Struct, kw_only=True, omit_defaults=True, rename={"from_": "from"}):
 
 class Events(Struct, kw_only=True):
     events: list[Event]
+
+
+class MessageQuery(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The team's messages: every inbox, merged, oldest first."""
+
+    limit: Annotated[int, Meta(ge=0, le=10000, description="the latest this many; 0 for all")] = 200
+
+
+class TeamMessage(Struct, kw_only=True):
+    """One message as it sits in an inbox: to whom, whether it was read, and the message
+    as a readable event."""
+
+    to: str
+    read: bool
+    event: Event
+
+
+class TeamMessages(Struct, kw_only=True):
+    messages: list[TeamMessage]
 
 
 # ---------------------------------------------------------------- tasks

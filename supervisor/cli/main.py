@@ -289,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     from supervisor.mcp import command as mcp_command
 
     mcp_command.add_arguments(cmd(sub, "mcp", mcp_command.HELP))
+    from supervisor.web import command as web_command
+
+    web_command.add_arguments(cmd(sub, "serve", web_command.HELP))
 
     logs = cmd(sub, "logs", "the supervisor's log, or a teammate's (what its process printed)")
     logs.add_argument("team")
@@ -352,11 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from supervisor.cli import commands, engine_commands, jobs
     from supervisor.mcp import command as mcp_command
+    from supervisor.web import command as web_command
 
     if getattr(args, "engine", None):
         os.environ["AGENTTEAMS_ENGINE"] = args.engine  # this command and what it starts
 
-    if args.command in jobs.LONG_RUNNING or args.command == "mcp":
+    if args.command in jobs.LONG_RUNNING or args.command in ("mcp", "serve"):
         # A closed terminal (SIGHUP) or a kill (SIGTERM) cleans up as Ctrl-C does.
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _interrupt)
@@ -366,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             **commands.COMMANDS,
             **jobs.COMMANDS,
             "mcp": mcp_command.run,
+            "serve": web_command.run,
             "engine": engine_commands.cmd_engine,
         }[args.command]
         return run(args)

@@ -193,6 +193,22 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
         bell.wait(seen, min(remaining, bell.fallback_poll))
 
 
+@operation("team_messages", io.MessageQuery, io.TeamMessages)
+def team_messages(team: TeamHandle, args: io.MessageQuery, actor: str) -> io.TeamMessages:
+    """Every message in the team's inboxes (the lead's and each member's), merged oldest
+    first, protocol messages spelled out as readable events. Changes nothing: what was
+    unread stays unread."""
+    names = [LEAD_NAME, *(m.name for m in team.config().teammates())]
+    found = [
+        io.TeamMessage(to=name, read=m.read, event=event_of(m))
+        for name in names
+        if (box := team.state.mailbox(name)).exists()
+        for m in box.read()
+    ]
+    found.sort(key=lambda m: m.event.timestamp)
+    return io.TeamMessages(messages=found[-args.limit :] if args.limit else found)
+
+
 # ---------------------------------------------------------------- tasks
 
 

@@ -185,7 +185,7 @@ def hosts_for(sock: socket.socket) -> list[str]:
     return [f"{name}:{port}" for name in names]
 
 
-def serve(app: Starlette, sock: socket.socket, on_ready: Callable[[], None]) -> None:
+def serve(app: ASGIApp, sock: socket.socket, on_ready: Callable[[], None]) -> None:
     """Serve until interrupted (Ctrl-C, SIGTERM); the app's lifespan ends cleanly.
     ``on_ready`` is called once the lifespan has started (the member has joined)."""
 
