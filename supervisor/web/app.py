@@ -117,11 +117,13 @@ def web_app(
     token: str,
     allowed_hosts: list[str] | None,
     mcp_team: str | None = None,
+    hubs: Hubs | None = None,
 ) -> ASGIApp:
     """The whole server. ``allowed_hosts``: the ``Host`` values served (None: any);
-    ``mcp_team``: that team's lead-side MCP endpoint at ``/mcp``."""
+    ``mcp_team``: that team's lead-side MCP endpoint at ``/mcp``; ``hubs``: the event
+    streams (the server ends them with :meth:`Hubs.stop` when it stops)."""
     handles = Handles(root)
-    hubs = Hubs()
+    hubs = hubs or Hubs()
     page = (STATIC / "index.html").read_text()
 
     async def index(request: Request) -> Response:

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from supervisor.client.handle import TeamHandle
     from supervisor.mcp.http import listen, new_token, serve
     from supervisor.web.app import web_app
+    from supervisor.web.events import Hubs
 
     if not 0 <= args.port <= 65535:
         raise InvalidInput(f"--port {args.port} is not a port; give 0-65535 (0: any free one)")
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     sock = listen(f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}")
     token = args.token or os.environ.get("AGENTTEAMS_WEB_TOKEN") or new_token()
     hosts = allowed_hosts(sock, host)
-    app = web_app(args.root, token=token, allowed_hosts=hosts, mcp_team=args.mcp)
+    hubs = Hubs()
+    app = web_app(args.root, token=token, allowed_hosts=hosts, mcp_team=args.mcp, hubs=hubs)
     base = f"http://{hosts[0]}"
     if host not in LOOPBACK:
         print(
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     try:
-        serve(app, sock, ready)
+        serve(app, sock, ready, on_stop=hubs.stop)
     except KeyboardInterrupt:
         pass  # SIGTERM or Ctrl-C: the server has stopped
     return 0

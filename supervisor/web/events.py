@@ -47,7 +47,7 @@ def _key(m: Any) -> tuple[str, str, str]:
 class Hub:
     def __init__(self, paths: TeamPaths) -> None:
         self.paths = paths
-        self.listeners: set[asyncio.Queue[list[Frame]]] = set()
+        self.listeners: set[asyncio.Queue[list[Frame] | None]] = set()
         self.seen: dict[str, set[tuple[str, str, str]]] = {}  # inbox -> messages already told
         self.pending: set[tuple[str, str]] = set()  # (which watch, name) not yet looked at
         self.dirty = asyncio.Event()
@@ -82,6 +82,8 @@ class Hub:
             self.dirty.clear()
             heard, self.pending = self.pending, set()
             frames = await anyio.to_thread.run_sync(self._frames, heard)
+            if not frames:
+                continue  # a temporary file, a lock: nothing anyone would see
             for queue in self.listeners:
                 queue.put_nowait(frames)
 
@@ -137,9 +139,25 @@ class Hubs:
     def __init__(self) -> None:
         self.hubs: dict[str, Hub] = {}
         self.lock = asyncio.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+
+    def stop(self) -> None:
+        """End every stream (the server is stopping): callable from a signal handler."""
+        self.stopping = True
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._end_streams)
+
+    def _end_streams(self) -> None:
+        for hub in self.hubs.values():
+            for queue in hub.listeners:
+                queue.put_nowait(None)  # the stream's end
 
     async def listen(self, paths: TeamPaths) -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[list[Frame]] = asyncio.Queue()
+        queue: asyncio.Queue[list[Frame] | None] = asyncio.Queue()
+        self.loop = asyncio.get_running_loop()
+        if self.stopping:
+            return
         async with self.lock:
             hub = self.hubs.get(paths.team)
             if hub is None:
@@ -155,6 +173,8 @@ class Hubs:
                 except TimeoutError:
                     yield b": keepalive\n\n"
                     continue
+                if frames is None:
+                    return
                 yield b"".join(frame(name, data) for name, data in frames)
         finally:
             async with self.lock:
