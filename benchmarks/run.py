@@ -27,6 +27,7 @@ from benchmarks import (
     spawn,
     tasks,
     teardown,
+    web_door,
 )
 from benchmarks.common import machine
 
@@ -43,6 +44,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "claude_socket": claude_socket.run,
     "hosts": hosts.run,
     "teardown": teardown.run,
+    "web": web_door.run,
 }
 NOT_QUICK = {"claude_socket"}  # runs the real claude: `bench all --quick` (make test) leaves it out
 DEFAULT_OUT = Path(__file__).parent / "results"
@@ -268,6 +270,17 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")),
                 str(r["lost"]),
                 *(_ms(stage[k]) if k in stage else "-" for k in ("team", "transport")),
+            )
+        out.append(t)
+    if "web" in results:
+        t = Table(
+            title="a write in a team → its Server-Sent Event at a client of agentteams serve (ms, spaced)"
+        )
+        for col in ("path", "n", "p50", "p90", "p99", "max", "lost"):
+            t.add_column(col, justify="right" if col != "path" else "left")
+        for r in results["web"]["rows"]:
+            t.add_row(
+                r["path"], str(r["n"]), *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")), str(r["lost"])
             )
         out.append(t)
     if "claude_socket" in results:

@@ -6,6 +6,8 @@ need (CSRF), the API's description, and the events stream."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from ipc.schemas import PermissionRequest
 from supervisor import Team
 from supervisor.web.routes import ROUTES
 from tests.runtime_helpers import cli, running_team
-from tests.web_helpers import Server, event_stream, serving
+from tests.web_helpers import TOP, Server, event_stream, serving
 
 SAMPLE = {"team": "demo", "id": "1", "name": "alice", "request_id": "perm-1-abcdefg"}
 BODIES: dict[str, Any] = {
@@ -296,3 +298,78 @@ def test_a_running_team_over_http_and_its_events(tmp_path: Path) -> None:
         anyio.run(_live, server, team, outside)
         assert not [r for r in team.pending_requests() if isinstance(r, PermissionRequest)]
     assert json.loads((root / "teams" / "t" / "config.json").read_text())["members"][0]["name"] == "team-lead"
+
+
+async def _mcp(server: Server) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers=server.auth, timeout=None)
+    async with http, Client(streamable_http_client(f"{server.base}/mcp", http_client=http)) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"spawn_teammate", "task_create", "wait_for_messages"} <= tools
+        made = await client.call_tool("task_create", {"subject": "over /mcp"})
+        assert not made.is_error and made.structured_content["subject"] == "over /mcp"
+
+
+def test_a_teams_mcp_endpoint_is_mounted_behind_the_same_lock(demo: Path) -> None:
+    with serving(demo, "--mcp", "demo") as server:
+        anyio.run(_mcp, server)
+        assert httpx2.post(f"{server.base}/mcp", json={}).status_code == 401
+        foreign = httpx2.post(f"{server.base}/mcp", json={}, headers={**server.auth, "Host": "evil.example"})
+        assert foreign.status_code == 421
+    assert [t.subject for t in Team.open("demo", root=demo).tasks.list()] == ["first", "over /mcp"]
+    assert cli_line(demo, "serve", "--mcp", "nope", "--port", "0") == cli_line(demo, "task", "list", "nope")
+
+
+def test_binding_beyond_this_machine_is_said_loudly(demo: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "supervisor.cli",
+            "serve",
+            "--root",
+            str(demo),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=TOP,
+    )
+    try:
+        assert proc.stdout is not None and "?token=" in proc.stdout.readline() + proc.stdout.readline()
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert "warning: serving on 0.0.0.0, not only this machine" in err
+
+
+def test_the_demo_serves_its_dashboard_and_leaves_the_team_for_it(root: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "supervisor.cli",
+            "demo",
+            "--serve",
+            "--port",
+            "0",
+            "--json",
+            "--root",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=TOP,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dashboard: http://127.0.0.1:" in result.stderr and "?token=" in result.stderr
+    assert json.loads(result.stdout)["tasks_completed"] == 20
+    tasks = Team.open("demo", root=root).tasks.list()
+    assert len(tasks) == 20 and all(t.status == "completed" for t in tasks)

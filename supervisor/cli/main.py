@@ -121,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--teammates", type=int, default=4)
     demo.add_argument("--tasks", type=int, default=20)
     demo.add_argument("--wake", choices=("zmq", "poll"), default="zmq")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="also serve the dashboard: open its URL, then the demo starts; the team stays for the page",
+    )
+    demo.add_argument("--port", type=int, default=8765, help="the dashboard's port with --serve")
 
     run = cmd(sub, "run", "run a scenario described in TOML")
     run.add_argument("scenario", type=Path)
