@@ -120,14 +120,24 @@ async function drawMembers() {
   if (chosen) to.value = chosen;
 }
 
-function taskCard(t) {
-  const blocked = t.blockedBy.length ? el("span", { class: "blocked" }, "after " + t.blockedBy.map((b) => "#" + b).join(" ")) : null;
-  const owner = t.owner ? el("span", { class: "owner" }, t.owner) : null;
-  const error = t.metadata && t.metadata.lastError ? el("p", { class: "error" }, t.metadata.lastError) : null;
-  return el("li", { class: "task", "data-task": t.id }, el("b", {}, "#" + t.id + " "), t.subject, " ", owner, " ", blocked, error);
+// What each task waits for: its blockedBy, and the tasks that say they block it (a
+// completed blocker leaves blockedBy, but stays in its own blocks: the graph keeps it).
+function waitsFor(tasks) {
+  const after = Object.fromEntries(tasks.map((t) => [t.id, new Set(t.blockedBy)]));
+  for (const t of tasks) for (const x of t.blocks) if (after[x]) after[x].add(t.id);
+  return Object.fromEntries(Object.entries(after).map(([id, set]) => [id, [...set].sort((a, b) => a - b)]));
 }
 
-function drawGraph(tasks) {
+function taskCard(t, after) {
+  const open = t.blockedBy.length ? el("span", { class: "blocked" }, "after " + t.blockedBy.map((b) => "#" + b).join(" ")) : null;
+  const done = after.filter((b) => !t.blockedBy.includes(b));
+  const blocked = [open, done.length ? el("span", { class: "done-blockers" }, "after " + done.map((b) => "#" + b).join(" ") + " ✓") : null];
+  const owner = t.owner ? el("span", { class: "owner" }, t.owner) : null;
+  const error = t.metadata && t.metadata.lastError ? el("p", { class: "error" }, t.metadata.lastError) : null;
+  return el("li", { class: "task", "data-task": t.id }, el("b", {}, "#" + t.id + " "), t.subject, " ", owner, " ", ...blocked, error);
+}
+
+function drawGraph(tasks, after) {
   // Layers by the longest chain of blockers; an edge from each blocker to what waits for it.
   const svg = $("#graph");
   const byId = Object.fromEntries(tasks.map((t) => [t.id, t]));
@@ -136,7 +146,7 @@ function drawGraph(tasks) {
     if (depth[t.id] !== undefined) return depth[t.id];
     if (seen.has(t.id)) return 0;
     seen.add(t.id);
-    const below = t.blockedBy.filter((b) => byId[b]).map((b) => layer(byId[b], seen) + 1);
+    const below = after[t.id].filter((b) => byId[b]).map((b) => layer(byId[b], seen) + 1);
     return (depth[t.id] = Math.max(0, ...below));
   };
   tasks.forEach((t) => layer(t));
@@ -145,7 +155,7 @@ function drawGraph(tasks) {
   for (const t of tasks) {
     const d = depth[t.id];
     rows[d] = (rows[d] || 0) + 1;
-    at[t.id] = { x: 10 + d * 170, y: 10 + (rows[d] - 1) * 34 };
+    at[t.id] = { x: 10 + d * 190, y: 10 + (rows[d] - 1) * 30 };
   }
   const ns = "http://www.w3.org/2000/svg";
   const shape = (tag, attrs) => {
@@ -155,23 +165,25 @@ function drawGraph(tasks) {
   };
   const parts = [];
   for (const t of tasks) {
-    for (const b of t.blockedBy) {
+    for (const b of after[t.id]) {
       if (!at[b]) continue;
-      parts.push(shape("line", { x1: at[b].x + 140, y1: at[b].y + 12, x2: at[t.id].x, y2: at[t.id].y + 12, class: "edge" }));
+      const open = t.blockedBy.includes(b) ? " open" : "";
+      parts.push(shape("line", { x1: at[b].x + 160, y1: at[b].y + 12, x2: at[t.id].x, y2: at[t.id].y + 12, class: "edge" + open }));
     }
   }
   for (const t of tasks) {
     const g = shape("g", { class: "node " + (t.metadata && t.metadata.lastError ? "failed" : t.status), "data-task": t.id });
-    g.append(shape("rect", { x: at[t.id].x, y: at[t.id].y, width: 140, height: 24, rx: 4 }));
+    g.append(shape("rect", { x: at[t.id].x, y: at[t.id].y, width: 160, height: 24, rx: 4 }));
     const label = shape("text", { x: at[t.id].x + 6, y: at[t.id].y + 16 });
-    label.textContent = ("#" + t.id + " " + t.subject).slice(0, 22);
+    const name = "#" + t.id + " " + t.subject;
+    label.textContent = name.length > 22 ? name.slice(0, 21) + "…" : name;
     const title = shape("title", {});
     title.textContent = "#" + t.id + " " + t.subject + " (" + t.status + ")";
     g.append(label, title);
     parts.push(g);
   }
-  const width = 20 + (Math.max(0, ...Object.values(depth)) + 1) * 170;
-  const height = 20 + Math.max(1, ...Object.values(rows)) * 34;
+  const width = 20 + (Math.max(0, ...Object.values(depth)) + 1) * 190;
+  const height = 20 + Math.max(1, ...Object.values(rows)) * 30;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
@@ -180,15 +192,16 @@ function drawGraph(tasks) {
 
 async function drawTasks() {
   const { tasks } = await api(teamPath("/tasks"));
+  const after = waitsFor(tasks);
   for (const column of document.querySelectorAll("#board .column")) {
     const status = column.dataset.status;
     const mine = tasks.filter((t) => {
       const failed = Boolean(t.metadata && t.metadata.lastError) && t.status !== "completed";
       return status === "failed" ? failed : !failed && t.status === status;
     });
-    column.querySelector("ol").replaceChildren(...mine.map(taskCard));
+    column.querySelector("ol").replaceChildren(...mine.map((t) => taskCard(t, after[t.id])));
   }
-  drawGraph(tasks);
+  drawGraph(tasks, after);
 }
 
 function messageItem(m) {
