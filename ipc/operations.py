@@ -269,6 +269,38 @@ class ReadLog(Struct, kw_only=True, forbid_unknown_fields=True):
     lines: Annotated[int, Meta(ge=0, description="how many lines from the end; 0 for all")] = 200
 
 
+class ReadTranscript(Struct, kw_only=True, forbid_unknown_fields=True):
+    """An agent's conversation as its transcript keeps it: turns, tool calls and results."""
+
+    name: Annotated[str, Meta(description="the agent (the lead: 'team-lead')")]
+    limit: Annotated[int, Meta(ge=0, le=10000, description="the last this many entries; 0 for all")] = 200
+
+
+class TranscriptPart(Struct, kw_only=True, omit_defaults=True):
+    """One block of a turn: ``text``, ``tool_use`` (name, id, input), ``tool_result`` (id,
+    text, is_error), ``thinking``."""
+
+    type: str
+    text: str = ""
+    name: str = ""
+    id: str = ""
+    input: Any = None
+    is_error: bool = False
+
+
+class TranscriptEntry(Struct, kw_only=True, omit_defaults=True):
+    role: str  # user, assistant, or compaction (its summary as the one part)
+    timestamp: str
+    parts: list[TranscriptPart]
+    sidechain: str = ""  # a subagent's turn, in its parent's transcript
+
+
+class Transcript(Struct, kw_only=True):
+    name: str
+    path: str
+    entries: list[TranscriptEntry]
+
+
 class Log(Struct, kw_only=True):
     path: str
     text: str

@@ -141,6 +141,10 @@ def test_each_route_of_a_team_that_is_down(demo: Path) -> None:
         refused(api.post("/api/v1/teams/demo/requests/x", json={"approve": "yes"}), 400, "InvalidInput")
         assert refused(api.get("/api/v1/teams/demo/logs"), 404, "NotFound") == cli_line(demo, "logs", "demo")
         refused(api.get("/api/v1/teams/demo/logs?lines=-1"), 400, "InvalidInput")
+        assert "has no transcript yet" in refused(
+            api.get("/api/v1/teams/demo/transcripts/alice"), 404, "NotFound"
+        )
+        refused(api.get("/api/v1/teams/demo/transcripts/zed"), 404, "NotFound")
         usage = api.get("/api/v1/teams/demo/usage").json()
         assert usage["team"] == "demo" and usage["agents"] == [] and usage["usd"] == 0
         ps = api.get("/api/v1/teams/demo/ps").json()
@@ -277,6 +281,13 @@ async def _live(server: Server, team: Team, outside: Path) -> None:
             lambda: team.wait_until(lambda t: t.tasks.get(made["id"]).status == "completed", timeout=30)
         )
         assert target.read_text() == "x\n"
+        await events.until("transcript", lambda d: "dev" in d["names"])
+        said = (await api.get(base + "/transcripts/dev", params={"limit": 0})).json()["entries"]
+        calls = [p for e in said for p in e["parts"] if p["type"] == "tool_use" and p["name"] == "Bash"]
+        assert calls and calls[-1]["input"]["command"] == f"echo x > {target}"
+        results = [p for e in said for p in e["parts"] if p["type"] == "tool_result"]
+        assert results and not results[-1].get("is_error")
+        assert len((await api.get(base + "/transcripts/dev", params={"limit": 2})).json()["entries"]) == 2
         # The rest of the teammate routes.
         assert (await api.post(base + "/members/dev/push", json={"text": "hello"})).json() == {
             "pushed": "dev"

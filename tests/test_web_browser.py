@@ -22,10 +22,10 @@ from tests.web_helpers import Server, serving
 pytestmark = pytest.mark.browser
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
@@ -54,12 +54,41 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
                     os.kill(proc.pid, signal.SIGKILL)
 
 
-def shown(browser: WebDriver, selector: str, timeout: float = 30) -> WebElement:
-    """The first element matching ``selector``, once the page shows it."""
-    found: list[WebElement] = WebDriverWait(browser, timeout).until(
-        lambda b: b.find_elements(By.CSS_SELECTOR, selector)
+def shown(browser: WebDriver, selector: str, timeout: float = 30) -> str:
+    """The text of the first element matching ``selector``, once the page shows it (read
+    again if the page redrew it meanwhile: the live parts are redrawn as the team changes)."""
+
+    def text(b: WebDriver) -> str | None:
+        try:
+            found = b.find_elements(By.CSS_SELECTOR, selector)
+            return found[0].text if found else None
+        except StaleElementReferenceException:
+            return None
+
+    found: str = WebDriverWait(browser, timeout).until(lambda b: (t := text(b)) is not None and (t,))[0]
+    return found
+
+
+def texts(browser: WebDriver, selector: str) -> list[str]:
+    """The texts of every element matching ``selector``, read at one moment (in the page)."""
+    found: list[str] = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)", selector
     )
-    return found[0]
+    return found
+
+
+def click(browser: WebDriver, selector: str) -> None:
+    """Click what ``selector`` finds; again if the page redrew it under the click (a live
+    table is redrawn whenever the team changes)."""
+
+    def clicked(b: WebDriver) -> bool:
+        try:
+            b.find_element(By.CSS_SELECTOR, selector).click()
+        except StaleElementReferenceException:
+            return False
+        return True
+
+    WebDriverWait(browser, 30).until(clicked)
 
 
 def open_page(browser: WebDriver, server: Server, team: str) -> None:
@@ -81,19 +110,17 @@ def test_the_page_lists_members_and_tasks_and_a_message_appears_without_a_reload
         open_page(browser, server, "t")
         shown(browser, '#members tr[data-member="bob"]')
         card = shown(browser, '#board [data-status="pending"] li[data-task="2"]')
-        assert card.text.startswith("#2 Report") and "after #1" in card.text
-        assert "team-lead" in shown(browser, '#board [data-status="in_progress"] li[data-task="1"]').text
+        assert card.startswith("#2 Report") and "after #1" in card
+        assert "team-lead" in shown(browser, '#board [data-status="in_progress"] li[data-task="1"]')
         shown(browser, '#graph g[data-task="2"]')
         browser.execute_script("window.stillTheSamePage = true")
         team.send("bob", "are you there?", "ping")
         reply = shown(browser, '#messages li[data-from="bob"][data-to="team-lead"]:not(.idle_notification)')
-        assert "bob received your message: are you there?" in reply.text
+        assert "bob received your message: are you there?" in reply
         assert browser.execute_script("return window.stillTheSamePage") is True
         # The teammate's state and the lead's question, readable, not JSON.
         shown(browser, '#messages li.message[data-from="team-lead"][data-to="bob"]')
-        assert not [
-            e for e in browser.find_elements(By.CSS_SELECTOR, "#messages .text") if e.text.startswith("{")
-        ]
+        assert not [t for t in texts(browser, "#messages .text") if t.startswith("{")]
 
 
 def test_approve_on_a_pending_permission_request_lets_the_teammate_go_on(
@@ -108,15 +135,20 @@ def test_approve_on_a_pending_permission_request_lets_the_teammate_go_on(
         task = team.tasks.create("Write outside", metadata={"command": f"echo approved > {target}"})
         team.wake("*")
         card = shown(browser, "#requests .request")
-        assert "dev asks to run Bash" in card.text and str(target) in card.text
+        assert "dev asks to run Bash" in card and str(target) in card
         assert not target.exists()  # it waits for the answer
-        card.find_element(By.CSS_SELECTOR, "button.approve").click()
+        click(browser, "#requests .request button.approve")
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         assert target.read_text() == "approved\n"
         transcript = (team.paths.transcript("dev")).read_text()
         assert f"echo approved > {target}" in transcript and "Permission denied" not in transcript
         assert not team.pending_requests()
         WebDriverWait(browser, 30).until(lambda b: not b.find_elements(By.CSS_SELECTOR, "#requests .request"))
+        # Its transcript on the page: the tool it was allowed, called with that input.
+        click(browser, '#members tr[data-member="dev"] a.open-transcript')
+        shown(browser, "#transcript .part.tool-use")
+        calls = texts(browser, "#transcript .part.tool-use")
+        assert [c for c in calls if c.startswith("→ Bash") and f"echo approved > {target}" in c], calls
 
 
 def test_sending_from_the_form_reaches_the_inbox_and_a_task_is_made(
@@ -146,8 +178,7 @@ def test_sending_from_the_form_reaches_the_inbox_and_a_task_is_made(
 def test_without_the_token_the_page_is_a_login_hint_only(root: Path, team: str, browser: WebDriver) -> None:
     with serving(root) as server:
         browser.get(server.base + "/")
-        hint = shown(browser, "#login-hint")
-        assert "token" in hint.text.lower()
+        assert "token" in shown(browser, "#login-hint").lower()
         text = browser.find_element(By.TAG_NAME, "body").text
         assert "alice" not in text and team not in text
         assert not browser.find_elements(By.CSS_SELECTOR, "#members, #messages, script")

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control
+from ipc import answers, control, transcript_view
 from ipc import operations as io
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
@@ -386,6 +386,20 @@ def read_log(team: TeamHandle, args: io.ReadLog, actor: str) -> io.Log:
     if args.lines:
         text = "".join(text.splitlines(keepends=True)[-args.lines :])
     return io.Log(path=str(path), text=text, size=len(data))
+
+
+@operation("read_transcript", io.ReadTranscript, io.Transcript)
+def read_transcript(team: TeamHandle, args: io.ReadTranscript, actor: str) -> io.Transcript:
+    """An agent's conversation, the last entries of its transcript: its turns, the tools it
+    called with their input, and what they returned (a long result cut, the file keeps it)."""
+    team.store.read()  # NotFound for a team that does not exist
+    path = team.paths.transcript(normalise_agent_name(clean_recipient(args.name)))
+    if not path.exists():
+        _member_or_lead(team, args.name)  # NotFound for a name that is no member
+        raise NotFound(f"{args.name} has no transcript yet in team {team.name!r}: it has not taken a turn")
+    return io.Transcript(
+        name=args.name, path=str(path), entries=transcript_view.last_entries(path, args.limit)
+    )
 
 
 @operation("usage", io.NoInput, TeamUsage)

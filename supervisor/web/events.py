@@ -12,6 +12,7 @@ hands each change to every listener. Events:
 - ``message``: a new message in an inbox (:class:`~ipc.operations.TeamMessage`, readable);
 - ``inbox``: an inbox was written (read flags too): ``{"name", "unread"}``;
 - ``task``: task files were written or removed: ``{"ids"}``;
+- ``transcript``: agents' transcripts grew (a turn, a tool call, a result): ``{"names"}``;
 - ``member``: a member's state changed: the config was written (a start, an exit, a join),
   the events log grew, or a message says so (idle, shutdown approved): ``{"why"}``;
 - ``resync``: the kernel lost events; look at everything again.
@@ -33,6 +34,7 @@ from ipc.fswatch import OVERFLOW, FileWatch
 from ipc.mailbox import Mailbox
 from ipc.paths import TeamPaths
 from ipc.readable import event_of
+from ipc.schemas import LEAD_NAME
 from ipc.storage import ensure_dir
 
 KEEPALIVE = 15.0  # seconds: a comment line, so that proxies and browsers keep the stream open
@@ -55,12 +57,14 @@ class Hub:
         self.pump: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        for where in (self.paths.inboxes, self.paths.tasks_dir):
+        transcripts = self.paths.transcript(LEAD_NAME).parent
+        for where in (self.paths.inboxes, self.paths.tasks_dir, transcripts):
             ensure_dir(where)
         self.watches = {
             "inbox": FileWatch(self.paths.inboxes, None),
             "task": FileWatch(self.paths.tasks_dir, None, removals=True),
             "team": FileWatch(self.paths.team_dir, ["config.json", "events.jsonl"]),
+            "transcript": FileWatch(transcripts, None),
         }
         loop = asyncio.get_running_loop()
         for kind, watch in self.watches.items():
@@ -99,6 +103,11 @@ class Hub:
         )
         if ids:
             frames.append(("task", {"ids": ids}))
+        said = sorted(
+            n.removesuffix(".jsonl") for k, n in heard if k == "transcript" and n.endswith(".jsonl")
+        )
+        if said:
+            frames.append(("transcript", {"names": said}))
         why = sorted(n.removesuffix(".json").removesuffix(".jsonl") for k, n in heard if k == "team")
         for name in sorted(n.removesuffix(".json") for k, n in heard if k == "inbox" and n.endswith(".json")):
             new, unread = self._new_messages(name)

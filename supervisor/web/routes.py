@@ -74,6 +74,7 @@ ROUTES = [
     Route("GET", "/requests", "list_requests"),
     Route("POST", "/requests/{request_id}", "answer_request"),
     Route("GET", "/logs", "read_log"),
+    Route("GET", "/transcripts/{name}", "read_transcript"),
     Route("GET", "/usage", "usage"),
     Route("GET", "/ps", "ps"),
 ]

@@ -7,6 +7,7 @@ const $ = (selector) => document.querySelector(selector);
 let team = null;
 let stream = null;
 const names = { members: [] };
+let reading = null; // whose transcript is open
 
 // ------------------------------------------------------------------ the API
 
@@ -86,15 +87,20 @@ async function drawMembers() {
   ]);
   const live = Object.fromEntries(tree.teammates.map((m) => [m.name, m]));
   names.members = members.map((m) => m.name);
-  const rows = members.map((m) => {
+  const rows = members.flatMap((m) => {
     const t = live[m.name] || {};
     const proc = t.process || {};
     const state = t.state || m.state || (m.name === "team-lead" ? (status.up ? "up" : "down") : "");
     const task = t.task ? "#" + t.task.id + " " + t.task.subject : m.task ? "#" + m.task : "";
-    return el(
+    const row = el(
       "tr",
       { "data-member": m.name },
-      el("td", { class: "name" }, el("span", { class: "swatch " + (m.color || "none") }), m.name),
+      el(
+        "td",
+        { class: "name" },
+        el("span", { class: "swatch " + (m.color || "none") }),
+        el("a", { href: "#", class: "open-transcript", title: "its transcript", onclick: (e) => openTranscript(e, m.name) }, m.name)
+      ),
       el("td", { class: "state " + state, "data-state": state }, state),
       el("td", {}, task),
       el("td", {}, m.backend),
@@ -105,12 +111,27 @@ async function drawMembers() {
       el("td", { class: "num" }, t.restarts === undefined ? "" : String(t.restarts)),
       el("td", { class: "num unread" }, t.unread === undefined ? "" : String(t.unread))
     );
+    // Its tools' processes, as `agentteams ps` shows them below it.
+    const tools = (t.children || []).map((c) =>
+      el(
+        "tr",
+        { class: "child", "data-pid": String(c.pid) },
+        el("td", { colSpan: 5, class: "cmd", title: c.cmdline }, "\u00a0\u00a0".repeat(c.depth) + "└─ " + c.cmdline.slice(0, 100)),
+        el("td", {}, String(c.pid)),
+        el("td", { class: "num" }, c.cpu_percent.toFixed(0)),
+        el("td", { class: "num" }, mib(c.rss)),
+        el("td", {}),
+        el("td", {})
+      )
+    );
+    return [row, ...tools];
   });
   $("#members tbody").replaceChildren(...rows);
   const c = status.tasks;
   $("#summary").replaceChildren(
     el("h2", {}, status.team),
     el("span", { class: status.up ? "up" : "down" }, status.up ? "up (supervisor " + status.supervisor + ")" : "down"),
+    tree.supervisor ? el("span", { class: "dim" }, "supervisor " + mib(tree.supervisor.rss) + (tree.forkserver ? " · fork server " + tree.forkserver.pid : "") + (tree.wake ? " · wake " + tree.wake : "")) : null,
     el("span", {}, `tasks: ${c.pending} pending · ${c.in_progress} in progress · ${c.completed} completed · ${c.failed} failed`),
     status.description ? el("span", { class: "description" }, status.description) : null
   );
@@ -262,8 +283,53 @@ function requestCard(r) {
 
 async function drawRequests() {
   const { requests } = await api(teamPath("/requests"));
-  const cards = requests.map(requestCard);
+  // A card still waiting is kept as it is: feedback being typed into it is not lost.
+  const shown = new Map([...document.querySelectorAll("#requests .request")].map((c) => [c.dataset.request, c]));
+  const cards = requests.map((r) => shown.get(r.request_id || r.requestId) || requestCard(r));
   $("#requests").replaceChildren(...(cards.length ? cards : [el("p", { class: "empty" }, "no plan or permission request is waiting")]));
+}
+
+function openTranscript(event, name) {
+  event.preventDefault();
+  reading = name;
+  $("#transcript-section").hidden = false;
+  soon(drawTranscript);
+  $("#transcript-section").scrollIntoView();
+}
+
+function partItem(p) {
+  if (p.type === "tool_use") {
+    return el("div", { class: "part tool-use" }, el("b", {}, "→ " + p.name + " "), el("code", {}, JSON.stringify(p.input)));
+  }
+  if (p.type === "tool_result") {
+    return el("div", { class: "part tool-result" + (p.is_error ? " error" : "") }, el("b", {}, p.is_error ? "← error " : "← "), el("pre", {}, p.text || ""));
+  }
+  return el("div", { class: "part " + p.type }, el("p", {}, p.text || ""));
+}
+
+async function drawTranscript() {
+  if (reading === null) return;
+  $("#transcript-title").textContent = "Transcript: " + reading;
+  const list = $("#transcript");
+  let entries = [];
+  try {
+    ({ entries } = await api(teamPath("/transcripts/" + encodeURIComponent(reading) + "?limit=100")));
+  } catch (error) {
+    list.replaceChildren(el("li", { class: "empty" }, error.message));
+    return;
+  }
+  list.replaceChildren(
+    ...entries.map((e) =>
+      el(
+        "li",
+        { class: "entry " + e.role },
+        el("time", {}, e.timestamp.slice(11, 19)),
+        el("span", { class: "role" }, e.sidechain ? e.role + " (" + e.sidechain + ")" : e.role),
+        ...e.parts.map(partItem)
+      )
+    )
+  );
+  list.scrollTop = list.scrollHeight;
 }
 
 async function drawUsage() {
@@ -315,11 +381,14 @@ function listen() {
     soon(drawMembers);
     soon(drawUsage);
   });
+  stream.addEventListener("transcript", (event) => {
+    if (JSON.parse(event.data).names.includes(reading)) soon(drawTranscript);
+  });
   stream.addEventListener("resync", () => drawAll());
 }
 
 function drawAll() {
-  for (const draw of [drawMembers, drawTasks, drawMessages, drawRequests, drawUsage]) soon(draw);
+  for (const draw of [drawMembers, drawTasks, drawMessages, drawRequests, drawUsage, drawTranscript]) soon(draw);
 }
 
 async function choose() {
@@ -332,6 +401,8 @@ async function choose() {
     $("#team").hidden = false;
     for (const a of document.querySelectorAll("#teams a")) a.className = a.dataset.team === team ? "current" : "";
     $("#messages").replaceChildren();
+    reading = null;
+    $("#transcript-section").hidden = true;
     listen();
   }
 }
