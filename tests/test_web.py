@@ -125,6 +125,7 @@ def test_each_route_of_a_team_that_is_down(demo: Path) -> None:
         error = refused(api.get("/api/v1/teams/nope/tasks"), 404, "NotFound")
         assert error == cli_line(demo, "task", "list", "nope")
         refused(api.get("/api/v1/teams/!!!/tasks"), 400, "InvalidInput")
+        refused(api.get("/api/v1/teams/nope/events"), 404, "NotFound")
         assert [m["name"] for m in api.get("/api/v1/teams/demo/members").json()["members"]] == [
             "team-lead",
             "alice",

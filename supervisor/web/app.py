@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 from ipc import operations as io
 from ipc.config import scan_teams
 from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.paths import normalise_team_name
 from ipc.schemas import LEAD_NAME
 from supervisor.client.handle import Root, TeamHandle
 from supervisor.client.operations import Operation
@@ -51,12 +52,11 @@ class Handles:
         self.lock = threading.Lock()
 
     def _get(self, team: str, writes: bool) -> tuple[TeamHandle, anyio.CapacityLimiter]:
-        handle = TeamHandle(team, self.root)
-        key = (handle.name, writes)
+        key = (normalise_team_name(team), writes)  # InvalidInput for a name no team can have
         with self.lock:
             if key in self.open:
-                handle.close()
                 return self.open[key]
+        handle = TeamHandle(team, self.root)
         try:
             handle.store.read()  # NotFound for a team that does not exist: nothing kept
         except AgentTeamsError:
