@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test interop demo bench bench-quick lint soak soak-hosts clean
+.PHONY: install test test-browser interop demo bench bench-quick lint soak soak-hosts clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,15 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The dashboard in a real headless Chromium: Debian's chromium and its driver, installed
+# here when missing (as root, or through sudo), and Selenium from the `browser` extra.
+test-browser: $(STAMP)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; }
+	$(BIN)/python -m pip install --quiet -e '.[browser]'
+	$(BIN)/python -m pytest -q -m browser
 
 interop: $(STAMP)
 	$(BIN)/python -m pytest -q -m interop

@@ -29,6 +29,7 @@ from benchmarks import (
     spawn,
     tasks,
     teardown,
+    web_door,
 )
 from benchmarks.common import machine
 
@@ -46,6 +47,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "hosts": hosts.run,
     "teardown": teardown.run,
     "scale": scale.run,
+    "web": web_door.run,
 }
 # claude_socket runs the real claude, scale thousands of teammates: `bench all --quick`
 # (make test) leaves them out.
@@ -273,6 +275,17 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")),
                 str(r["lost"]),
                 *(_ms(stage[k]) if k in stage else "-" for k in ("team", "transport")),
+            )
+        out.append(t)
+    if "web" in results:
+        t = Table(
+            title="a write in a team → its Server-Sent Event at a client of agentteams serve (ms, spaced)"
+        )
+        for col in ("path", "n", "p50", "p90", "p99", "max", "lost"):
+            t.add_column(col, justify="right" if col != "path" else "left")
+        for r in results["web"]["rows"]:
+            t.add_row(
+                r["path"], str(r["n"]), *(_ms(r[k]) for k in ("p50", "p90", "p99", "max")), str(r["lost"])
             )
         out.append(t)
     if "claude_socket" in results:

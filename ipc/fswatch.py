@@ -17,27 +17,33 @@ from pathlib import Path
 from ipc.boundary import os_errors
 
 IN_CLOSE_WRITE = 0x008
+IN_MOVED_FROM = 0x040
 IN_MOVED_TO = 0x080
+IN_DELETE = 0x200
 IN_Q_OVERFLOW = 0x4000
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = os.O_CLOEXEC
-_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+_HEADER = struct.Struct("iIII")
+OVERFLOW = "*"  # in changes(): the kernel's queue overflowed, events were lost  # wd, mask, cookie, len; then len bytes of name
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 class FileWatch:
-    """Changes to the files called ``names`` in ``directory`` (which must exist)."""
+    """Changes to the files called ``names`` in ``directory`` (which must exist); every
+    file in it when ``names`` is None; ``removals``: a file removed or renamed away counts
+    as a change too."""
 
-    def __init__(self, directory: Path, names: Iterable[str]) -> None:
-        self.names = {n.encode() for n in names}
+    def __init__(self, directory: Path, names: Iterable[str] | None, *, removals: bool = False) -> None:
+        self.names = None if names is None else {n.encode() for n in names}
         fd = int(_libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
         if fd < 0:
             err = ctypes.get_errno()
             with os_errors("cannot watch inbox files"):
                 raise OSError(err, os.strerror(err))
         self.fd = fd
-        if int(_libc.inotify_add_watch(fd, os.fsencode(directory), IN_CLOSE_WRITE | IN_MOVED_TO)) < 0:
+        mask = IN_CLOSE_WRITE | IN_MOVED_TO | (IN_DELETE | IN_MOVED_FROM if removals else 0)
+        if int(_libc.inotify_add_watch(fd, os.fsencode(directory), mask)) < 0:
             err = ctypes.get_errno()
             os.close(fd)
             with os_errors(f"cannot watch {directory}"):
@@ -46,7 +52,12 @@ class FileWatch:
     def changed(self) -> bool:
         """Read what is waiting; True if one of the names was written (or events were lost,
         when the kernel's queue overflowed: then anything may have changed)."""
-        hit = False
+        return bool(self.changes())
+
+    def changes(self) -> set[str]:
+        """Read what is waiting: the names written since the last read; :data:`OVERFLOW`
+        among them when events were lost (then anything may have changed)."""
+        hit: set[str] = set()
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -57,8 +68,10 @@ class FileWatch:
                 _, mask, _, length = _HEADER.unpack_from(data, offset)
                 name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
                 offset += _HEADER.size + length
-                if mask & IN_Q_OVERFLOW or name in self.names:
-                    hit = True
+                if mask & IN_Q_OVERFLOW:
+                    hit.add(OVERFLOW)
+                elif name and (self.names is None or name in self.names):
+                    hit.add(os.fsdecode(name))
 
     def close(self) -> None:
         if self.fd >= 0:

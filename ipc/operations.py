@@ -26,6 +26,19 @@ class NoInput(Struct, forbid_unknown_fields=True):
     """Nothing to give."""
 
 
+class TeamBrief(Struct, kw_only=True):
+    """A team under the root, as a list of teams shows it."""
+
+    name: str
+    description: str
+    members: int  # the lead too
+
+
+class Teams(Struct, kw_only=True):
+    teams: list[TeamBrief]
+    problems: list[str] = []  # a team whose config does not parse, one line each
+
+
 # ---------------------------------------------------------------- the team
 
 
@@ -130,6 +143,25 @@ class Event(Struct, kw_only=True, omit_defaults=True, rename={"from_": "from"}):
 
 class Events(Struct, kw_only=True):
     events: list[Event]
+
+
+class MessageQuery(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The team's messages: every inbox, merged, oldest first."""
+
+    limit: Annotated[int, Meta(ge=0, le=10000, description="the latest this many; 0 for all")] = 200
+
+
+class TeamMessage(Struct, kw_only=True):
+    """One message as it sits in an inbox: to whom, whether it was read, and the message
+    as a readable event."""
+
+    to: str
+    read: bool
+    event: Event
+
+
+class TeamMessages(Struct, kw_only=True):
+    messages: list[TeamMessage]
 
 
 # ---------------------------------------------------------------- tasks
@@ -238,6 +270,38 @@ class ReadLog(Struct, kw_only=True, forbid_unknown_fields=True):
 
     name: Annotated[str, Meta(description="an agent's name; '' for the supervisor")] = ""
     lines: Annotated[int, Meta(ge=0, description="how many lines from the end; 0 for all")] = 200
+
+
+class ReadTranscript(Struct, kw_only=True, forbid_unknown_fields=True):
+    """An agent's conversation as its transcript keeps it: turns, tool calls and results."""
+
+    name: Annotated[str, Meta(description="the agent (the lead: 'team-lead')")]
+    limit: Annotated[int, Meta(ge=0, le=10000, description="the last this many entries; 0 for all")] = 200
+
+
+class TranscriptPart(Struct, kw_only=True, omit_defaults=True):
+    """One block of a turn: ``text``, ``tool_use`` (name, id, input), ``tool_result`` (id,
+    text, is_error), ``thinking``."""
+
+    type: str
+    text: str = ""
+    name: str = ""
+    id: str = ""
+    input: Any = None
+    is_error: bool = False
+
+
+class TranscriptEntry(Struct, kw_only=True, omit_defaults=True):
+    role: str  # user, assistant, or compaction (its summary as the one part)
+    timestamp: str
+    parts: list[TranscriptPart]
+    sidechain: str = ""  # a subagent's turn, in its parent's transcript
+
+
+class Transcript(Struct, kw_only=True):
+    name: str
+    path: str
+    entries: list[TranscriptEntry]
 
 
 class Log(Struct, kw_only=True):

@@ -18,7 +18,18 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((tmp_path / "quick-all.json").read_text())
-    for suite in ("latency", "exchange", "contention", "growth", "spawn", "idle", "caching", "mcp", "hosts"):
+    for suite in (
+        "latency",
+        "exchange",
+        "contention",
+        "growth",
+        "spawn",
+        "idle",
+        "caching",
+        "mcp",
+        "hosts",
+        "web",
+    ):
         assert suite in data and data[suite]["targets"], suite
     rows = data["latency"]["rows"]
     zmq_rows = [r for r in rows if r["wake"] == "zmq"]
@@ -41,5 +52,6 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
         "caching.png",
         "mcp_cdf.png",
     }
+    assert all(r["lost"] == 0 and math.isfinite(r["p50"]) and r["p50"] > 0 for r in data["web"]["rows"])
     mcp = data["mcp"]["rows"]
     assert all(r["lost"] == 0 and math.isfinite(r["p50"]) and r["p50"] > 0 for r in mcp)

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,16 @@ def _tree_size(tree: TeamTree) -> int:
 
 
 def run_demo(
-    root: Path, teammates: int = 4, tasks: int = 20, as_json: bool = False, wake: str = "zmq"
+    root: Path,
+    teammates: int = 4,
+    tasks: int = 20,
+    as_json: bool = False,
+    wake: str = "zmq",
+    on_up: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Hand the pipeline to the offline lead as a goal and watch the team do it."""
+    """Hand the pipeline to the offline lead as a goal and watch the team do it.
+    ``on_up``: called once the team is up, before the lead starts; with it the team stays
+    afterwards (a dashboard shows how it ended)."""
     console = make_console(stderr=as_json)
     existing = Team(TEAM, root)
     if existing.store.exists():
@@ -131,6 +139,8 @@ def run_demo(
     os.environ["AGENTTEAMS_TRACE"] = str(traces)
     team = Team.create(TEAM, root=root, description=scenario.team.description, cwd=str(workdir))
     team.up(wake=wake)
+    if on_up is not None:
+        on_up()
     peak = TeamTree(team=TEAM, root=str(root))
     seen_pids: set[int] = {team.supervisor_pid() or 0}
     goal = "Run the demo data pipeline in plan.md, then shut the team down.\nPlan file: plan.md"
@@ -141,7 +151,7 @@ def run_demo(
         timeout=scenario.timeout,
         interactive=False,
         verbose=False,
-        owns_team=True,
+        owns_team=on_up is None,
     )
     seen_pids.add(lead.pid)
     started = time.monotonic()

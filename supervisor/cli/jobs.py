@@ -5,12 +5,14 @@ closes or they are killed (see :mod:`supervisor.cli.main`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -33,9 +35,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if not 1 <= args.teammates <= 16 or not 4 <= args.tasks <= 200:
         raise InvalidInput("use --teammates 1..16 and --tasks 4..200")
-    summary = run_demo(
-        resolve_root(args.root), teammates=args.teammates, tasks=args.tasks, as_json=args.json, wake=args.wake
-    )
+    root = resolve_root(args.root)
+    with contextlib.ExitStack() as stack:
+        on_up = stack.enter_context(_dashboard(root, args.port)) if args.serve else None
+        if not args.serve and not args.json:
+            print(
+                f"watch it in a browser: 'agentteams demo --serve', or 'agentteams serve --root {root}' beside it"
+            )
+        summary = run_demo(
+            root, teammates=args.teammates, tasks=args.tasks, as_json=args.json, wake=args.wake, on_up=on_up
+        )
+        if args.serve and sys.stdin.isatty() and not args.json:
+            print("the team stays for the page; Ctrl-C stops the dashboard")
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.pause()
     if args.json:
         print(json.dumps(summary, default=str))
     ok = (
@@ -44,6 +57,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
         and not summary["left_running"]
     )
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def _dashboard(root: Path, port: int) -> Iterator[Callable[[], None]]:
+    """``agentteams serve`` beside the demo; what to call once the team is up (wait for a
+    person to open the page, when there is one at a terminal). Stopped at the end."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "serve", "--root", str(root), "--port", str(port), "--json"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line:
+            raise InvalidInput(f"the dashboard did not start (port {port} taken? try --port 0)")
+        url = json.loads(line)["url"]
+        print(f"dashboard: {url}#team=demo", file=sys.stderr)
+
+        def on_up() -> None:
+            if sys.stdin.isatty():
+                input("open it, then press Enter to start the demo ")
+
+        yield on_up
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--teammates", type=int, default=4)
     demo.add_argument("--tasks", type=int, default=20)
     demo.add_argument("--wake", choices=("zmq", "poll"), default="zmq")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="also serve the dashboard: open its URL, then the demo starts; the team stays for the page",
+    )
+    demo.add_argument("--port", type=int, default=8765, help="the dashboard's port with --serve")
 
     run = cmd(sub, "run", "run a scenario described in TOML")
     run.add_argument("scenario", type=Path)
@@ -292,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     from supervisor.mcp import command as mcp_command
 
     mcp_command.add_arguments(cmd(sub, "mcp", mcp_command.HELP))
+    from supervisor.web import command as web_command
+
+    web_command.add_arguments(cmd(sub, "serve", web_command.HELP))
 
     logs = cmd(sub, "logs", "the supervisor's log, or a teammate's (what its process printed)")
     logs.add_argument("team")
@@ -373,11 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from supervisor.cli import commands, engine_commands, jobs
     from supervisor.mcp import command as mcp_command
+    from supervisor.web import command as web_command
 
     if getattr(args, "engine", None):
         os.environ["AGENTTEAMS_ENGINE"] = args.engine  # this command and what it starts
 
-    if args.command in jobs.LONG_RUNNING or args.command == "mcp":
+    if args.command in jobs.LONG_RUNNING or args.command in ("mcp", "serve"):
         # A closed terminal (SIGHUP) or a kill (SIGTERM) cleans up as Ctrl-C does.
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _interrupt)
@@ -387,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             **commands.COMMANDS,
             **jobs.COMMANDS,
             "mcp": mcp_command.run,
+            "serve": web_command.run,
             "engine": engine_commands.cmd_engine,
         }[args.command]
         return run(args)

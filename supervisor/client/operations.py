@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control, trust
+from ipc import answers, control, transcript_view, trust
 from ipc import operations as io
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
@@ -192,6 +192,22 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
         if taken or remaining <= 0:
             return io.Events(events=[event_of(m, verifier) for m in taken])
         bell.wait(seen, min(remaining, bell.fallback_poll))
+
+
+@operation("team_messages", io.MessageQuery, io.TeamMessages)
+def team_messages(team: TeamHandle, args: io.MessageQuery, actor: str) -> io.TeamMessages:
+    """Every message in the team's inboxes (the lead's and each member's), merged oldest
+    first, protocol messages spelled out as readable events. Changes nothing: what was
+    unread stays unread."""
+    names = [LEAD_NAME, *(m.name for m in team.config().teammates())]
+    found = [
+        io.TeamMessage(to=name, read=m.read, event=event_of(m))
+        for name in names
+        if (box := team.state.mailbox(name)).exists()
+        for m in box.read()
+    ]
+    found.sort(key=lambda m: m.event.timestamp)
+    return io.TeamMessages(messages=found[-args.limit :] if args.limit else found)
 
 
 # ---------------------------------------------------------------- tasks
@@ -371,6 +387,20 @@ def read_log(team: TeamHandle, args: io.ReadLog, actor: str) -> io.Log:
     if args.lines:
         text = "".join(text.splitlines(keepends=True)[-args.lines :])
     return io.Log(path=str(path), text=text, size=len(data))
+
+
+@operation("read_transcript", io.ReadTranscript, io.Transcript)
+def read_transcript(team: TeamHandle, args: io.ReadTranscript, actor: str) -> io.Transcript:
+    """An agent's conversation, the last entries of its transcript: its turns, the tools it
+    called with their input, and what they returned (a long result cut, the file keeps it)."""
+    team.store.read()  # NotFound for a team that does not exist
+    path = team.paths.transcript(normalise_agent_name(clean_recipient(args.name)))
+    if not path.exists():
+        _member_or_lead(team, args.name)  # NotFound for a name that is no member
+        raise NotFound(f"{args.name} has no transcript yet in team {team.name!r}: it has not taken a turn")
+    return io.Transcript(
+        name=args.name, path=str(path), entries=transcript_view.last_entries(path, args.limit)
+    )
 
 
 @operation("usage", io.NoInput, TeamUsage)

@@ -185,9 +185,16 @@ def hosts_for(sock: socket.socket) -> list[str]:
     return [f"{name}:{port}" for name in names]
 
 
-def serve(app: Starlette, sock: socket.socket, on_ready: Callable[[], None]) -> None:
+def serve(
+    app: ASGIApp,
+    sock: socket.socket,
+    on_ready: Callable[[], None],
+    on_stop: Callable[[], None] | None = None,
+) -> None:
     """Serve until interrupted (Ctrl-C, SIGTERM); the app's lifespan ends cleanly.
-    ``on_ready`` is called once the lifespan has started (the member has joined)."""
+    ``on_ready`` is called once the lifespan has started (the member has joined);
+    ``on_stop`` as the stop begins (in the signal handler), to end responses that would
+    otherwise stream on (uvicorn waits for them)."""
 
     async def app_then_ready(scope: Scope, receive: Receive, send: Send) -> None:
         async def tell(message: Message) -> None:
@@ -199,6 +206,14 @@ def serve(app: Starlette, sock: socket.socket, on_ready: Callable[[], None]) -> 
 
     config = uvicorn.Config(app_then_ready, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
+    if on_stop is not None:
+        handle_exit = server.handle_exit
+
+        def stopping(sig: int, frame: Any) -> None:
+            on_stop()
+            handle_exit(sig, frame)
+
+        server.handle_exit = stopping  # type: ignore[method-assign]
     try:
         server.run(sockets=[sock])
     finally:

@@ -1,0 +1,179 @@
+"""The web door as one ASGI app: the page, the JSON API (the table of operations, see
+:mod:`supervisor.web.routes`), the events stream, the API's description, and, when asked,
+a team's MCP endpoint at ``/mcp``; everything behind :class:`~supervisor.web.guard.Guard`."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from ipc import operations as io
+from ipc.config import scan_teams
+from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.paths import normalise_team_name
+from ipc.schemas import LEAD_NAME
+from supervisor.client.handle import Root, TeamHandle
+from supervisor.client.operations import Operation
+from supervisor.web import openapi, routes
+from supervisor.web.events import Hubs
+from supervisor.web.guard import Guard
+
+STATIC = Path(__file__).parent / "static"
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    # Every script and style is ours, from this server: nothing else runs in the page.
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+class Handles:
+    """One handle per team for reads and one for writes, each used by one call at a time
+    (a handle's control socket is not shared between threads); a slow write (a shutdown
+    waiting out its grace) does not hold up what the page reads."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.open: dict[tuple[str, bool], tuple[TeamHandle, anyio.CapacityLimiter]] = {}
+        self.lock = threading.Lock()
+
+    def _get(self, team: str, writes: bool) -> tuple[TeamHandle, anyio.CapacityLimiter]:
+        key = (normalise_team_name(team), writes)  # InvalidInput for a name no team can have
+        with self.lock:
+            if key in self.open:
+                return self.open[key]
+        handle = TeamHandle(team, self.root)
+        try:
+            handle.store.read()  # NotFound for a team that does not exist: nothing kept
+        except AgentTeamsError:
+            handle.close()
+            raise
+        with self.lock:
+            return self.open.setdefault(key, (handle, anyio.CapacityLimiter(1)))
+
+    async def handle(self, team: str, writes: bool = False) -> tuple[TeamHandle, anyio.CapacityLimiter]:
+        return await anyio.to_thread.run_sync(self._get, team, writes)
+
+    async def run(self, team: str, op: Operation[Any, Any], args: Any) -> Any:
+        handle, limiter = await self.handle(team, op.writes)
+        return await anyio.to_thread.run_sync(op, handle, args, LEAD_NAME, limiter=limiter)
+
+    def close(self) -> None:
+        with self.lock:
+            for handle, _ in self.open.values():
+                handle.close()
+            self.open.clear()
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(value), status, media_type="application/json")
+
+
+def error_response(error: AgentTeamsError) -> Response:
+    return json_response(routes.error_body(error), routes.status_of(error))
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _endpoint(route: routes.Route, handles: Handles) -> Endpoint:
+    async def run(request: Request) -> Response:
+        try:
+            if route.method in ("GET", "DELETE"):
+                given = routes.query_arguments(route, request.query_params.multi_items())
+                args = routes.arguments(route, given, request.path_params, from_query=True)
+            else:
+                raw = await request.body()
+                try:
+                    given = msgspec.json.decode(raw) if raw.strip() else {}
+                except msgspec.DecodeError as exc:
+                    raise InvalidInput(f"{route.op}: the body is not JSON ({exc})") from None
+                args = routes.arguments(route, given, request.path_params, from_query=False)
+            result = await handles.run(request.path_params["team"], route.operation, args)
+        except AgentTeamsError as exc:
+            return error_response(exc)
+        return json_response(result)
+
+    return run
+
+
+def web_app(
+    root: Root,
+    *,
+    token: str,
+    allowed_hosts: list[str] | None,
+    mcp_team: str | None = None,
+    hubs: Hubs | None = None,
+) -> ASGIApp:
+    """The whole server. ``allowed_hosts``: the ``Host`` values served (None: any);
+    ``mcp_team``: that team's lead-side MCP endpoint at ``/mcp``; ``hubs``: the event
+    streams (the server ends them with :meth:`Hubs.stop` when it stops)."""
+    handles = Handles(root)
+    hubs = hubs or Hubs()
+    page = (STATIC / "index.html").read_text()
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page.replace("{{TOKEN}}", html.escape(token)), headers=PAGE_HEADERS)
+
+    async def teams(request: Request) -> Response:
+        found, problems = await anyio.to_thread.run_sync(scan_teams, root)
+        briefs = [
+            io.TeamBrief(name=c.name, description=c.description_text, members=len(c.members)) for c in found
+        ]
+        return json_response(io.Teams(teams=briefs, problems=problems))
+
+    async def described(request: Request) -> Response:
+        return json_response(openapi.document())
+
+    async def events(request: Request) -> Response:
+        try:
+            handle, _ = await handles.handle(request.path_params["team"])
+        except AgentTeamsError as exc:
+            return error_response(exc)
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(hubs.listen(handle.paths), media_type="text/event-stream", headers=headers)
+
+    table: list[BaseRoute] = [
+        Route("/", index, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        Route(routes.PREFIX + "/openapi.json", described, methods=["GET"]),
+        Route(routes.PREFIX + "/teams", teams, methods=["GET"]),
+        Route(routes.TEAM + "/events", events, methods=["GET"]),
+    ]
+    table += [Route(r.full_path, _endpoint(r, handles), methods=[r.method]) for r in routes.ROUTES]
+    mcp: Starlette | None = None
+    if mcp_team is not None:
+        from supervisor.mcp.http import http_app
+
+        # Behind this server's guard: the MCP app checks no token of its own.
+        mcp = http_app(root, mcp_team, token=None, allowed_hosts=None, path="/mcp")
+        table.append(Mount("", app=mcp))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            if mcp is not None:
+                async with mcp.router.lifespan_context(mcp):
+                    yield
+            else:
+                yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await hubs.close()
+                await anyio.to_thread.run_sync(handles.close)
+
+    return Guard(Starlette(routes=table, lifespan=lifespan), token, allowed_hosts)
