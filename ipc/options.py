@@ -12,6 +12,7 @@ from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
 
 Backend = Literal["process", "claude-code"]
+Isolation = Literal["none", "worktree"]  # worktree: its own git worktree of the team's cwd
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
 
@@ -34,6 +35,7 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backend: Backend = "process"
     host: str = ""  # the host to run it on, in a team on the engine ("": this one)
     rename: bool = False  # a taken name gets -2, -3… instead of being refused
+    isolation: Isolation = "none"
 
     def checked(self) -> TeammateOptions:
         """These options with the name normalised; InvalidInput (nothing written) if any

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from ipc import claude_code, locks
+from ipc import claude_code, locks, worktrees
 from ipc.agents import resolve as resolve_agent_type
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
@@ -68,6 +68,8 @@ def check_spawn(
     if not os.path.isdir(cwd):
         raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
     resolve_agent_type(options.agent_type, Path(cwd))
+    if options.isolation == "worktree":
+        worktrees.check_repository(cwd)
     if options.backend == "claude-code":
         claude_code.command()  # installed, or a clear error before anything is written
         locks.note_claude_root(ctx.root)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ipc import control, locks, memtrace, subagents
+from ipc import control, locks, memtrace, subagents, worktrees
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.clock import now_ms
@@ -41,7 +41,7 @@ from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_proce
 from ipc.paths import TeamPaths
 from ipc.poller import close_context, context
 from ipc.replies import SpawnReply, SubagentReply, SubagentResult, TeamStatus
-from ipc.schemas import LEAD_NAME
+from ipc.schemas import LEAD_NAME, Member
 from ipc.team_state import TeamState
 from ipc.wake import WakeListener, Waker
 from supervisor.daemon.child import Child, Done
@@ -309,6 +309,8 @@ class Supervisor:
             host=self.state.host,
             rename=options.rename,
         )
+        if options.isolation == "worktree":
+            member = self._isolate(member.name, cwd)
         mailbox = self.state.mailbox(member.name)
         if options.prompt:
             # The first inbox message is the prompt, from the lead, with no summary or color.
@@ -318,6 +320,16 @@ class Supervisor:
         renamed = options.name if member.name != options.name else ""
         spec = teammate_spec(self.context, member, permission_mode=options.permission_mode)
         self._launch(spec, self._replier(caller, renamed_from=renamed))
+
+    def _isolate(self, name: str, cwd: str) -> Member:
+        """The new member's own worktree as its cwd; a member whose worktree cannot be made
+        leaves again, so a failed spawn leaves nothing behind."""
+        try:
+            tree = worktrees.create(self.paths, name, cwd)
+        except AgentTeamsError:
+            self.state.config.remove_member(name)
+            raise
+        return self.state.config.update_member(name, cwd=tree.cwd)
 
     def _spawn_subagent(self, caller: control.Caller, options: SubagentOptions) -> None:
         """A subagent of a running teammate or of the lead agent: its own process, forked

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ipc import subagents
+from ipc import subagents, worktrees
 from ipc.errors import AgentTeamsError, CorruptFile, NotFound
 from ipc.launch import LaunchSpec
 from ipc.schemas import LEAD_NAME, TeammateTerminated
@@ -29,6 +29,7 @@ class TeamFiles:
         self.state = state
         self.config = state.config
         self.router = router
+        self.kept_worktrees: dict[str, str] = {}  # said in the teammate's terminated event
 
     def _config(self, what: str, change: Callable[[], object]) -> None:
         try:
@@ -51,6 +52,14 @@ class TeamFiles:
     def left(self, name: str) -> None:
         self._config(f"{name} left", lambda: self.config.remove_member(name))
         self.router.drop(name)
+        try:
+            kept = worktrees.finish(self.state.paths, name)
+        except AgentTeamsError as exc:
+            log.error("%s left; its worktree stays where it is: %s", name, exc.message)
+            return
+        if kept is not None:
+            log.info("%s left; its worktree has changes and is kept at %s", name, kept.path)
+            self.kept_worktrees[name] = kept.path
 
     def inactive(self, name: str) -> None:
         def change() -> None:
@@ -60,6 +69,8 @@ class TeamFiles:
         self._config(f"{name} is inactive", change)
 
     def terminated(self, event: TeammateTerminated) -> None:
+        if event.name in self.kept_worktrees:
+            event.worktree = self.kept_worktrees.pop(event.name)
         append_line(self.state.paths.events, msgspec.json.encode(event))
         self.router.wake(LEAD_NAME)  # a lead agent that runs hears of it as its next turn
 
