@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test interop demo bench bench-quick lint soak soak-hosts clean
+.PHONY: install test test-tmux interop demo bench bench-quick lint soak soak-hosts clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-tmux: $(STAMP)
+	$(BIN)/python -m pytest -q -m tmux
 
 interop: $(STAMP)
 	$(BIN)/python -m pytest -q -m interop

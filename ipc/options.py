@@ -11,7 +11,8 @@ from ipc.errors import InvalidInput
 from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
 
-Backend = Literal["process", "claude-code"]
+Backend = Literal["process", "claude-code", "tmux"]
+SpawnBackend = Literal["", "process", "claude-code", "tmux"]  # "": the team's --teammate-mode
 Isolation = Literal["none", "worktree"]  # worktree: its own git worktree of the team's cwd
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
@@ -32,7 +33,7 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     plan_mode_required: bool = False
     permission_mode: str = ""
     cwd: str = ""
-    backend: Backend = "process"
+    backend: SpawnBackend = ""
     host: str = ""  # the host to run it on, in a team on the engine ("": this one)
     rename: bool = False  # a taken name gets -2, -3… instead of being refused
     isolation: Isolation = "none"

@@ -196,7 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("--plan-mode-required", action="store_true")
     spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")
     spawn.add_argument("--cwd", default="")
-    spawn.add_argument("--backend", choices=("process", "claude-code"), default="process")
+    spawn.add_argument(
+        "--backend",
+        choices=("process", "claude-code", "tmux"),
+        default="",
+        help="how it runs (default: the team's --teammate-mode, process unless told)",
+    )
     spawn.add_argument("--host", default="", help="the host to run it on, in a team on the engine")
     spawn.add_argument("--rename", action="store_true", help="if the name is taken, use NAME-2, NAME-3…")
     spawn.add_argument(

@@ -15,7 +15,7 @@ from ipc import answers, worktrees
 from ipc import operations as io
 from ipc.engine import marker
 from ipc.errors import Timeout
-from ipc.options import Backend, Isolation, TeammateOptions
+from ipc.options import Isolation, SpawnBackend, TeammateOptions
 from ipc.paths import normalise_agent_name
 from ipc.replies import LeadResult, SpawnReply, StopReply
 from ipc.schemas import LEAD_NAME
@@ -79,7 +79,7 @@ class Team(TeamHandle):
         plan_mode_required: bool = False,
         permission_mode: str = "",
         cwd: str | None = None,
-        backend: Backend = "process",
+        backend: SpawnBackend = "",
         timeout: float = 30.0,
         host: str = "",
         rename: bool = False,

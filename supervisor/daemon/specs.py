@@ -53,7 +53,7 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
         cwd=member.cwd or str(Path.cwd()),
-        backend="claude-code" if member.backend_type == "claude-code" else "process",
+        backend=member.backend_type if member.backend_type in ("claude-code", "tmux") else "process",
     )
 
 
@@ -63,6 +63,9 @@ def check_spawn(
     """The options, checked, and the working directory the teammate gets; InvalidInput
     naming what is wrong (nothing has been written yet)."""
     options = options.checked()
+    if not options.backend:
+        mode = ctx.options.teammate_mode
+        options = msgspec.structs.replace(options, backend="tmux" if mode == "tmux" else "process")
     lead = config.member("team-lead")
     cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     if not os.path.isdir(cwd):

@@ -50,6 +50,7 @@ from supervisor.daemon.inbox_watch import InboxWatch
 from supervisor.daemon.lead_desk import LeadDesk
 from supervisor.daemon.outsiders import BACKEND as OUTSIDE
 from supervisor.daemon.outsiders import Outsiders
+from supervisor.daemon.panes import Backends, Panes
 from supervisor.daemon.policy import RestartPolicy
 from supervisor.daemon.processes import Processes
 from supervisor.daemon.reactor import Reactor
@@ -96,11 +97,16 @@ class Supervisor:
         self.reactor.add_reader(self.control, self._on_control)
         self.router = Router(self.reactor, self.ctx, self.runtime, self.waker)
         self.processes = Processes(self.runtime, method=self.options.spawn)
-        self.files = TeamFiles(self.state, self.router)
+        self.panes = Panes(self.reactor, self.team, self.runtime, self.options, self.processes.log_path)
+        self.panes.on_exit = lambda pid, status: self.children.on_exit(pid, status)
+        self.panes.runs_again = self._runs_again
+        seam = Backends(self.processes, self.panes)
+        self.files = TeamFiles(self.state, self.router, seam.handle)
+        self.panes.closed = self.files.pane_closed
         policy = RestartPolicy(
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
-        self.children = Children(self.processes, self.files, self.reactor, policy, wait_for_hello=self.zmq)
+        self.children = Children(seam, self.files, self.reactor, policy, wait_for_hello=self.zmq)
         self.router.roster = self.children
         self.outsiders = Outsiders(self.reactor, self.files)
         doorbell = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
@@ -149,7 +155,10 @@ class Supervisor:
 
     def _resume_members(self) -> None:
         """Start every teammate the config lists: a stopped or crashed team comes back."""
-        for member in self.state.config.read().teammates():
+        members = self.state.config.read().teammates()
+        if self.options.teammate_mode == "tmux" or any(m.backend_type == "tmux" for m in members):
+            self.panes.sweep()  # what a supervisor killed before us left
+        for member in members:
             if member.backend_type == OUTSIDE:
                 self.outsiders.resume(member)  # an MCP session: its own process, not ours to start
                 continue
@@ -162,6 +171,11 @@ class Supervisor:
                 self._launch(teammate_spec(self.context, member, permission_mode=""))
             except AgentTeamsError as exc:
                 log.error("cannot resume %s: %s", member.name, exc.message)
+
+    def _runs_again(self, name: str) -> bool:
+        """An exited teammate is to be restarted (its pane is kept for it)."""
+        child = self.children.by_name.get(name)
+        return child is not None and child.restart_timer is not None
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         if spec.backend == "claude-code":
@@ -198,6 +212,7 @@ class Supervisor:
         self.lead.close()
         self.waker.close()
         self.processes.close()
+        self.panes.close_all()
         self.control.close()
         close_context(self.ctx)
         self.reactor.close()

@@ -25,10 +25,16 @@ class TeamFiles:
     allowed to stop a teammate from being started, reaped or stopped: the team must stay
     controllable."""
 
-    def __init__(self, state: TeamState, router: Router) -> None:
+    def __init__(
+        self,
+        state: TeamState,
+        router: Router,
+        handle: Callable[[LaunchSpec, int], str] = lambda spec, pid: f"process:{pid}",
+    ) -> None:
         self.state = state
         self.config = state.config
         self.router = router
+        self.handle = handle  # what tmuxPaneId says of a started teammate
         self.kept_worktrees: dict[str, str] = {}  # said in the teammate's terminated event
 
     def _config(self, what: str, change: Callable[[], object]) -> None:
@@ -42,7 +48,7 @@ class TeamFiles:
             self._config(
                 f"{spec.agent_name} started",
                 lambda: self.config.update_member(
-                    spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
+                    spec.agent_name, tmux_pane_id=self.handle(spec, pid), is_active=True
                 ),
             )
 
@@ -67,6 +73,16 @@ class TeamFiles:
                 self.config.update_member(name, is_active=False)
 
         self._config(f"{name} is inactive", change)
+
+    def pane_closed(self, name: str) -> None:
+        """A member's tmux pane is gone: never a stale pane id in the config."""
+
+        def change() -> None:
+            member = self.config.config_member(name)
+            if member is not None and member.tmux_pane_id.startswith("%"):
+                self.config.update_member(name, tmux_pane_id="")
+
+        self._config(f"{name}'s pane closed", change)
 
     def terminated(self, event: TeammateTerminated) -> None:
         if event.name in self.kept_worktrees:
