@@ -44,6 +44,11 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
+        if self.backend == "tmux" and self.model.startswith("claude-code"):
+            raise InvalidInput(
+                "a claude-code teammate runs in its own hidden terminal; tmux panes for it are not built "
+                "yet: leave out --backend tmux"
+            )
         backend = "claude-code" if self.model.startswith("claude-code") else self.backend
         if backend == "claude-code" and claude_code_model(self.model) is None:
             raise InvalidInput(
