@@ -28,7 +28,7 @@ RestartMode = Literal["never", "on-failure"]
 SpawnMethod = Literal["forkserver", "exec"]
 PlanApproval = Literal["auto", "lead", "human"]
 Role = Literal["teammate", "subagent", "lead"]
-TeammateMode = Literal["auto", "process", "tmux"]
+TeammateMode = Literal["auto", "process", "tmux", "in-process"]
 DEFAULT_FALLBACK_POLL = 5.0
 POLL_INTERVAL = 0.5  # Claude Code's inbox poll
 EXIT_GAVE_UP = 3  # a teammate whose turns kept failing: the supervisor marks it failed, no restart
@@ -177,7 +177,7 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         "claude_peers": "a Claude Code config dir (e.g. ~/.claude) whose sessions may list and message "
         "the lead and the teammates (ListAgents, SendMessage)",
         "teammate_mode": "how a teammate spawned without --backend runs: process, tmux (a pane), "
-        "or auto (tmux when this command runs inside tmux, else process)",
+        "in-process (a thread of the team's host process), or auto (tmux inside tmux, else process)",
         "tmux_server": "the tmux server for teammates' panes: a socket name (tmux -L) or path (tmux -S); "
         "default: yours inside tmux, else tmux's default",
         "tmux_pane": "the pane teammates' panes are split beside (default: $TMUX_PANE)",

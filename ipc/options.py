@@ -11,8 +11,8 @@ from ipc.errors import InvalidInput
 from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
 
-Backend = Literal["process", "claude-code", "tmux"]
-SpawnBackend = Literal["", "process", "claude-code", "tmux"]  # "": the team's --teammate-mode
+Backend = Literal["process", "claude-code", "tmux", "in-process"]
+SpawnBackend = Literal["", "process", "claude-code", "tmux", "in-process"]  # "": the team's --teammate-mode
 Isolation = Literal["none", "worktree"]  # worktree: its own git worktree of the team's cwd
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 

@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("--cwd", default="")
     spawn.add_argument(
         "--backend",
-        choices=("process", "claude-code", "tmux"),
+        choices=("process", "claude-code", "tmux", "in-process"),
         default="",
         help="how it runs (default: the team's --teammate-mode, process unless told)",
     )

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.osproc import kill_session, pidfd_open
 from ipc.storage import atomic_write
 from ipc.tmux import AGENT_OPTION, TEAM_OPTION, Tmux, TmuxError, session_name, socket_file
+from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.processes import Processes
 from supervisor.daemon.reactor import Reactor
 
@@ -240,26 +242,38 @@ class Panes:
 
 
 class Backends:
-    """The supervisor's one :class:`~supervisor.daemon.child.ProcessSeam` over both ways a
-    teammate of ours runs: in a pane (tmux) or as a process of its own (everything else).
-    Signals and kills are the same for both: a pane's teammate is found by its pid."""
+    """The supervisor's one :class:`~supervisor.daemon.child.ProcessSeam` over every way a
+    teammate of ours runs: in a pane (tmux), as a thread of the team's host (in-process), or
+    as a process of its own (everything else). A pane's teammate is signalled by its pid like
+    a process; an in-process teammate by its number, through its host."""
 
-    def __init__(self, processes: Processes, panes: Panes) -> None:
+    def __init__(self, processes: Processes, panes: Panes, threads: InProcess) -> None:
         self.processes = processes
         self.panes = panes
+        self.threads = threads
 
     def start(self, spec: LaunchSpec) -> int:
+        if spec.backend == "in-process":
+            return self.threads.start(spec)
         return self.panes.start(spec) if spec.backend == "tmux" else self.processes.start(spec)
 
     def signal(self, pid: int, sig: int) -> None:
-        self.processes.signal(pid, sig)
+        if self.threads.owns(pid):
+            self.threads.signal(pid, sig)
+        else:
+            self.processes.signal(pid, sig)
 
     def kill_tree(self, pid: int) -> None:
-        self.processes.kill_tree(pid)
+        if self.threads.owns(pid):
+            self.threads.signal(pid, signal.SIGKILL)
+        else:
+            self.processes.kill_tree(pid)
 
     def startup_error(self, spec: LaunchSpec) -> str:
         return self.processes.startup_error(spec)
 
     def handle(self, spec: LaunchSpec, pid: int) -> str:
-        """What ``tmuxPaneId`` says: the pane's id, or ``process:{pid}``."""
+        """What ``tmuxPaneId`` says: the pane's id, ``in-process:{host pid}``, or ``process:{pid}``."""
+        if spec.backend == "in-process":
+            return self.threads.handle(spec)
         return self.panes.pane_id(spec.agent_name) if spec.backend == "tmux" else f"process:{pid}"

@@ -53,7 +53,9 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
         cwd=member.cwd or str(Path.cwd()),
-        backend=member.backend_type if member.backend_type in ("claude-code", "tmux") else "process",
+        backend=member.backend_type
+        if member.backend_type in ("claude-code", "tmux", "in-process")
+        else "process",
     )
 
 
@@ -65,7 +67,7 @@ def check_spawn(
     options = options.checked()
     if not options.backend:
         mode = ctx.options.teammate_mode
-        options = msgspec.structs.replace(options, backend="tmux" if mode == "tmux" else "process")
+        options = msgspec.structs.replace(options, backend="process" if mode == "auto" else mode)
     lead = config.member("team-lead")
     cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     if not os.path.isdir(cwd):

@@ -47,6 +47,7 @@ from ipc.wake import WakeListener, Waker
 from supervisor.daemon.child import Child, Done
 from supervisor.daemon.children import Children
 from supervisor.daemon.inbox_watch import InboxWatch
+from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.lead_desk import LeadDesk
 from supervisor.daemon.outsiders import BACKEND as OUTSIDE
 from supervisor.daemon.outsiders import Outsiders
@@ -100,7 +101,9 @@ class Supervisor:
         self.panes = Panes(self.reactor, self.team, self.runtime, self.options, self.processes.log_path)
         self.panes.on_exit = lambda pid, status: self.children.on_exit(pid, status)
         self.panes.runs_again = self._runs_again
-        seam = Backends(self.processes, self.panes)
+        self.threads = InProcess(self.reactor, self.runtime, self.paths.root, self.team)
+        self.threads.on_exit = self.panes.on_exit
+        seam = Backends(self.processes, self.panes, self.threads)
         self.files = TeamFiles(self.state, self.router, seam.handle)
         self.panes.closed = self.files.pane_closed
         policy = RestartPolicy(
@@ -194,7 +197,10 @@ class Supervisor:
 
     def _reap(self) -> None:
         for pid, status in self.processes.reap():
-            self.children.on_exit(pid, status)
+            if pid == self.threads.host_pid:
+                self.threads.host_exited(status)
+            else:
+                self.children.on_exit(pid, status)
 
     def _on_terminate(self) -> None:
         if not self.children.stopping_all:
@@ -213,6 +219,7 @@ class Supervisor:
         self.waker.close()
         self.processes.close()
         self.panes.close_all()
+        self.threads.close()
         self.control.close()
         close_context(self.ctx)
         self.reactor.close()
