@@ -186,3 +186,24 @@ def test_spawn_backend_tmux_in_a_process_team(root: Path, server: str) -> None:
         assert "spawned dave" in out
         assert pane_of(team, "carol").startswith("process:")
         assert pane_of(team, "dave") in panes(server)
+
+
+@pytest.mark.tmux
+def test_kill_9_of_the_tmux_server_brings_teammates_back_in_new_panes(root: Path, server: str) -> None:
+    with running_team(root, teammate_mode="tmux", tmux_server=server) as team:
+        team.spawn("alice", prompt="Do your tasks.")
+        first = team.status().teammate("alice")
+        assert first is not None and first.pid is not None
+        os.kill(int(tmux(server, "display", "-p", "#{pid}")), signal.SIGKILL)
+
+        def back() -> bool:
+            now = team.status().teammate("alice")
+            return now is not None and now.pid != first.pid and now.state in ("running", "idle")
+
+        wait_for(back, timeout=30)
+        assert not alive([first.pid])
+        assert pane_of(team, "alice") in panes(server), (
+            "its new pane, on a new server, is the one the config names"
+        )
+        do_task(team, "alice", "echo after-the-server-died")
+    wait_for(lambda: not panes(server), timeout=30)
