@@ -47,6 +47,8 @@ def server() -> Iterator[str]:
     name = f"at-test-{secrets.token_hex(4)}"
     yield name
     subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=10)
+    socket_dir = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
+    (socket_dir / name).unlink(missing_ok=True)  # a server that died leaves its socket file
 
 
 def do_task(team: Team, owner: str, command: str) -> None:
