@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-browser interop demo bench bench-quick lint soak soak-hosts clean
+.PHONY: install test test-browser test-tmux interop demo bench bench-quick lint soak soak-hosts clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,8 @@ test-browser: $(STAMP)
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; }
 	$(BIN)/python -m pip install --quiet -e '.[browser]'
 	$(BIN)/python -m pytest -q -m browser
+test-tmux: $(STAMP)
+	$(BIN)/python -m pytest -q -m tmux
 
 interop: $(STAMP)
 	$(BIN)/python -m pytest -q -m interop

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class AgentContext:
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported
     subagents_settled: set[str] = field(default_factory=set)  # ids never to look at again
+    show: Callable[[str, str], None] | None = None  # (text, mark): a line for a person (a tmux pane)
 
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)

@@ -78,6 +78,7 @@ class AgentLoop(AgentRunner):
         self.budget_stop = ""  # why no turn may start: a budget is used up
         self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
         self.woke_ns = 0
+        self.halt = 0  # set from another thread (an in-process host): the exit code to stop with
 
     # ------------------------------------------------------------ inputs
 
@@ -241,6 +242,8 @@ class AgentLoop(AgentRunner):
         self.hello()
         outcome = TurnOutcome()
         while True:
+            if self.halt:  # an in-process teammate asked to stop (its host rang it awake)
+                return self.halt
             try:
                 turn = self.next_turn()
             except LockTimeout as exc:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from agentproc import pane
 from agentproc.channel import Channel, open_channel
 from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
@@ -74,8 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     memtrace.start(spec.agent_name)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the lead's terminal is the lead's
-    set_parent_death_signal(signal.SIGTERM)
-    if spec.supervisor_pid and os.getppid() != spec.supervisor_pid:
+    set_parent_death_signal(signal.SIGTERM)  # in a pane: the tmux server's death
+    if pane.in_pane(spec):
+        if spec.supervisor_pid and not pane.watch_supervisor(spec):
+            pane.leave(spec)
+            return 1
+    elif spec.supervisor_pid and os.getppid() != spec.supervisor_pid:
         return 1  # the supervisor died before we could ask to be told: nothing to serve
     channel: Channel | None = None
     try:

@@ -9,6 +9,7 @@ import logging
 import os
 from typing import Any
 
+from agentproc import pane
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
@@ -50,6 +51,9 @@ class AgentRunner:
         self.tools: ToolBox = toolbox_for(self.ctx, definition, policy, extra=list(extra))
         model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
         self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+        if pane.in_pane(spec):
+            self.ctx.show = pane.show
+            pane.show(f"{spec.agent_name}@{spec.team_name} ({spec.model}) in {spec.cwd}", "●")
 
     @property
     def name(self) -> str:
@@ -64,11 +68,21 @@ class AgentRunner:
         replies). An exception from the model ends the turn as failed, with the error as
         its reason, so the runner reports it as it reports any failed turn."""
         self.transcript.append("user", turn.text)
+        show = self.ctx.show
+        if show is not None:
+            origin = f"from {turn.sender}" if turn.sender else turn.kind
+            show(f"{origin}: {turn.content or turn.text}", "▶")
         try:
-            return self.model.run_turn(turn, self.tools)
+            outcome = self.model.run_turn(turn, self.tools)
         except Exception as exc:
             log.exception("%s: turn failed", self.name)
-            return TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+            outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")
+        if show is not None:
+            if outcome.failure_reason:
+                show(f"turn failed: {outcome.failure_reason}", "✖")
+            else:
+                show(outcome.final_text or "turn done", "◀")
+        return outcome
 
 
 def _transcript(ctx: AgentContext, spec: LaunchSpec) -> Transcript:

@@ -8,6 +8,7 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -22,15 +23,25 @@ from ipc.schemas import LEAD_NAME
 SPACED = 0.010  # the pause before each send in spaced-out traffic
 
 
-def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) -> dict[str, Any]:
+def system(
+    teammates: int,
+    wake: str,
+    pause: float,
+    inbox: int,
+    samples: int,
+    teammate_mode: str = "process",
+    probe: Callable[[Any], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Send → the recipient's turn starts (the message taken, marked read, handed to its
-    model), traced per message, with where the time went."""
+    model), traced per message, with where the time went. ``probe`` measures the running
+    team before the samples (its figures go in the row)."""
     archive = "1000000" if inbox >= 1000 else "200"  # keep a long inbox long for the measurement
     with (
         scratch() as root,
         env(AGENTTEAMS_INBOX_ARCHIVE_AFTER=archive, AGENTTEAMS_TRACE="1"),
-        team_of(root, teammates, wake=wake) as (team, names),
+        team_of(root, teammates, wake=wake, teammate_mode=teammate_mode) as (team, names),
     ):
+        probed = probe(team) if probe is not None else {}
         target = names[0]
         prefill(team, target, inbox)
         team.send(target, "warm-up", summary="warm-up")
@@ -56,6 +67,7 @@ def system(teammates: int, wake: str, pause: float, inbox: int, samples: int) ->
         **percentiles(values),
     }
     row["stages_ms"] = stages(spans)
+    row.update(probed)
     row["lost"] = samples - len(values)
     row["values"] = values
     return row

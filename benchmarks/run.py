@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks import (
+    backends,
     caching,
     claude_socket,
     contention,
@@ -48,6 +49,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "teardown": teardown.run,
     "scale": scale.run,
     "web": web_door.run,
+    "backends": backends.run,
 }
 # claude_socket runs the real claude, scale thousands of teammates: `bench all --quick`
 # (make test) leaves them out.
@@ -228,6 +230,22 @@ def tables(results: dict[str, Any]) -> list[Table]:
             ("publish_ms", "one stream publish, acknowledged (ms)"),
         ):
             t.add_row(what, "", "", f"p50 {_ms(b[key]['p50'])} p99 {_ms(b[key]['p99'])}", "")
+        out.append(t)
+    if "backends" in results:
+        t = Table(title="in-process teammates beside processes: memory (USS) and send → turn (ms)")
+        for col in ("backend", "teammates", "processes", "MiB", "MiB / teammate", "p50", "p99", "lost"):
+            t.add_column(col, justify="right" if col != "backend" else "left")
+        for r in results["backends"]["rows"]:
+            t.add_row(
+                r["path"],
+                str(r["teammates"]),
+                str(r["processes"]),
+                f"{r['uss_mib']:.1f}",
+                f"{r['uss_mib_per_teammate']:.2f}",
+                _ms(r["p50"]),
+                _ms(r["p99"]),
+                str(r["lost"]),
+            )
         out.append(t)
     if "idle" in results:
         t = Table(title="idle cost per teammate per minute")

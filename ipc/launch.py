@@ -28,6 +28,7 @@ RestartMode = Literal["never", "on-failure"]
 SpawnMethod = Literal["forkserver", "exec"]
 PlanApproval = Literal["auto", "lead", "human"]
 Role = Literal["teammate", "subagent", "lead"]
+TeammateMode = Literal["auto", "process", "tmux", "in-process"]
 DEFAULT_FALLBACK_POLL = 5.0
 POLL_INTERVAL = 0.5  # Claude Code's inbox poll
 EXIT_GAVE_UP = 3  # a teammate whose turns kept failing: the supervisor marks it failed, no restart
@@ -161,6 +162,9 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     plan_approval: PlanApproval = "auto"
     lead_permission_mode: str = "acceptEdits"
     claude_peers: str = ""
+    teammate_mode: TeammateMode = "process"
+    tmux_server: str = ""  # "": $TMUX's server (inside tmux) or tmux's default; NAME: -L NAME; PATH: -S PATH
+    tmux_pane: str = ""  # the caller's pane, that teammates' panes are split beside (inside tmux)
 
     HELP: ClassVar[dict[str, str]] = {
         "wake": "zmq: wake over sockets; poll: Claude Code's 500 ms inbox poll",
@@ -173,6 +177,11 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         "lead_permission_mode": "the permission mode an approved plan hands the teammate",
         "claude_peers": "a Claude Code config dir (e.g. ~/.claude) whose sessions may list and message "
         "the lead and the teammates (ListAgents, SendMessage)",
+        "teammate_mode": "how a teammate spawned without --backend runs: process, tmux (a pane), "
+        "in-process (a thread of the team's host process), or auto (tmux inside tmux, else process)",
+        "tmux_server": "the tmux server for teammates' panes: a socket name (tmux -L) or path (tmux -S); "
+        "default: yours inside tmux, else tmux's default",
+        "tmux_pane": "the pane teammates' panes are split beside (default: $TMUX_PANE)",
     }
 
     def checked(self) -> SupervisorOptions:
@@ -183,11 +192,17 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
             )
         if self.fallback_poll <= 0 or self.period <= 0 or self.intensity < 0:
             raise InvalidInput("fallback_poll and period must be positive, intensity zero or more")
+        checked = self
         if self.claude_peers:  # the supervisor's cwd is not the caller's
-            return msgspec.structs.replace(
-                self, claude_peers=os.path.abspath(os.path.expanduser(self.claude_peers))
+            checked = msgspec.structs.replace(
+                checked, claude_peers=os.path.abspath(os.path.expanduser(self.claude_peers))
             )
-        return self
+        if self.teammate_mode == "auto":  # decided where the caller is, once
+            inside = bool(os.environ.get("TMUX"))
+            checked = msgspec.structs.replace(checked, teammate_mode="tmux" if inside else "process")
+        if checked.teammate_mode == "tmux" and not checked.tmux_pane and not checked.tmux_server:
+            checked = msgspec.structs.replace(checked, tmux_pane=os.environ.get("TMUX_PANE", ""))
+        return checked
 
     def to_argv(self) -> list[str]:
         return _to_argv(self, tuple(self.__struct_fields__), always=True)

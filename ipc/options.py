@@ -11,7 +11,9 @@ from ipc.errors import InvalidInput
 from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
 
-Backend = Literal["process", "claude-code"]
+Backend = Literal["process", "claude-code", "tmux", "in-process"]
+SpawnBackend = Literal["", "process", "claude-code", "tmux", "in-process"]  # "": the team's --teammate-mode
+Isolation = Literal["none", "worktree"]  # worktree: its own git worktree of the team's cwd
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
 
@@ -31,9 +33,10 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     plan_mode_required: bool = False
     permission_mode: str = ""
     cwd: str = ""
-    backend: Backend = "process"
+    backend: SpawnBackend = ""
     host: str = ""  # the host to run it on, in a team on the engine ("": this one)
     rename: bool = False  # a taken name gets -2, -3… instead of being refused
+    isolation: Isolation = "none"
 
     def checked(self) -> TeammateOptions:
         """These options with the name normalised; InvalidInput (nothing written) if any
@@ -41,6 +44,11 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
+        if self.backend == "tmux" and self.model.startswith("claude-code"):
+            raise InvalidInput(
+                "a claude-code teammate runs in its own hidden terminal; tmux panes for it are not built "
+                "yet: leave out --backend tmux"
+            )
         backend = "claude-code" if self.model.startswith("claude-code") else self.backend
         if backend == "claude-code" and claude_code_model(self.model) is None:
             raise InvalidInput(

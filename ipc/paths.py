@@ -149,6 +149,12 @@ class TeamPaths:
     def highwatermark(self) -> Path:
         return self.tasks_dir / ".highwatermark"
 
+    @property
+    def worktrees(self) -> Path:
+        # Beside teams/ and tasks/, not in the team's directory: a worktree with changes is
+        # kept, and outlives the team.
+        return self.root / "worktrees" / self.team
+
     def runtime_dir(self) -> Path:
         """This team's private runtime directory (sockets, pid file, logs), created if
         missing; checked once per TeamPaths object, since a hot path (every wake) asks for it."""

@@ -58,6 +58,7 @@ class StopReply(msgspec.Struct, kw_only=True):
     name: str
     stopped: bool = True
     exit: str = ""
+    worktree: str = ""  # its worktree, kept because it has changes ('agentteams diff' shows them)
 
 
 class SubagentReply(msgspec.Struct, kw_only=True):

@@ -293,6 +293,7 @@ class TeammateTerminated(Struct, tag_field="type", tag="teammate_terminated", re
     signal: int | UnsetType = UNSET
     released_tasks: list[str] = []
     restarting: bool = False
+    worktree: str | UnsetType = UNSET  # its worktree, kept because it has changes
 
 
 def dump_json(obj: object) -> bytes:

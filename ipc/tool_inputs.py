@@ -173,6 +173,10 @@ class AgentInput(_Input):
     team_name: str | None = None
     mode: AgentMode | None = None
     run_in_background: bool = False
+    isolation: Annotated[
+        Literal["worktree"] | None,
+        Meta(description="worktree: the teammate works in its own git worktree of the team's repository"),
+    ] = None
 
 
 class TaskOutputInput(_Input):

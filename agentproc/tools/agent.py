@@ -53,6 +53,7 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             agent_type=agent_type,
             plan_mode_required=plan_required,
             permission_mode=permission_mode,
+            isolation=args.isolation or "none",
         )
         reply: SpawnReply = ctx.control().call(
             control.Spawn(id=control.new_id(), options=options), timeout=60
@@ -67,6 +68,10 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
                 "renamed_from": reply.renamed_from or None,
                 "message": f"{reply.name} has joined the team and is working on its prompt.",
             }
+        )
+    if args.isolation:
+        raise ToolFailure(
+            "isolation 'worktree' is for teammates here (give a 'name'); a subagent works in its parent's cwd"
         )
     background = args.run_in_background
     if ctx.plan_mode or ctx.permission_mode == "plan":

@@ -133,6 +133,9 @@ class ToolBox:
                 "assistant", [{"type": "tool_use", "id": tool_use_id, "name": name, "input": args}]
             )
         result = self._call(name, args, tool_use_id)
+        if self.ctx.show is not None:
+            said = " ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int)))
+            self.ctx.show(f"{name} {said}\n{result.content}", "✖" if result.is_error else "⚙")
         if record and transcript is not None:
             transcript.append(
                 "user",

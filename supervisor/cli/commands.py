@@ -138,6 +138,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         backend=args.backend,
         host=args.host,
         rename=args.rename,
+        isolation=args.isolation,
     ).checked()
     team.store.read()  # NotFound, and then NotRunning, before a budget is written
     team.require_up_for(options.host)
@@ -169,7 +170,12 @@ def cmd_restart(args: argparse.Namespace) -> int:
 def cmd_shutdown(args: argparse.Namespace) -> int:
     request = io.ShutdownTeammate(name=args.name, force=args.force, grace=args.grace)
     reply = ops.shutdown_teammate(open_team(args), request)
-    emit(args, reply, f"{reply.name} has shut down and left the team")
+    kept = (
+        f"; its worktree has changes and is kept at {reply.worktree} ('agentteams diff {args.team} {reply.name}')"
+        if reply.worktree
+        else ""
+    )
+    emit(args, reply, f"{reply.name} has shut down and left the team{kept}")
     return 0
 
 

@@ -103,6 +103,8 @@ def _budget_arguments(parser: argparse.ArgumentParser, whom: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from supervisor.cli import backend_commands, engine_commands
+
     p = _Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
     _global_options(p, inherited=False)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -202,10 +204,22 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("--plan-mode-required", action="store_true")
     spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="")
     spawn.add_argument("--cwd", default="")
-    spawn.add_argument("--backend", choices=("process", "claude-code"), default="process")
+    spawn.add_argument(
+        "--backend",
+        choices=("process", "claude-code", "tmux", "in-process"),
+        default="",
+        help="how it runs (default: the team's --teammate-mode, process unless told)",
+    )
     spawn.add_argument("--host", default="", help="the host to run it on, in a team on the engine")
     spawn.add_argument("--rename", action="store_true", help="if the name is taken, use NAME-2, NAME-3…")
+    spawn.add_argument(
+        "--isolation",
+        choices=("none", "worktree"),
+        default="none",
+        help="worktree: its own git worktree of the team's cwd, on branch agentteams/TEAM/NAME",
+    )
     _budget_arguments(spawn, "this teammate")
+    backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
     usage.add_argument("team")
     budget = cmd(
@@ -322,8 +336,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rows_option(watch, "teammates (printed to a pipe; a terminal's height decides there)")
 
-    from supervisor.cli import engine_commands
-
     engine_commands.add_parser(cmd, sub)
 
     bench = cmd(sub, "bench", "run the benchmark suite (from a source checkout)")
@@ -380,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     # The library's warnings (a skipped inbox entry, a repaired file) in our one-line form.
     logging.basicConfig(level=logging.WARNING, format="agentteams: warning: %(message)s")
     args = build_parser().parse_args(argv)
-    from supervisor.cli import commands, engine_commands, jobs
+    from supervisor.cli import backend_commands, commands, engine_commands, jobs
     from supervisor.mcp import command as mcp_command
     from supervisor.web import command as web_command
 
@@ -396,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         run = {
             **commands.COMMANDS,
             **jobs.COMMANDS,
+            **backend_commands.COMMANDS,
             "mcp": mcp_command.run,
             "serve": web_command.run,
             "engine": engine_commands.cmd_engine,

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control, transcript_view, trust
+from ipc import answers, control, transcript_view, trust, worktrees
 from ipc import operations as io
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
@@ -322,7 +322,19 @@ def shutdown_teammate(team: TeamHandle, args: io.ShutdownTeammate, actor: str) -
     if args.reason:
         request.reason = args.reason
     reply: StopReply = team.call(request, timeout=args.grace + 15)
+    kept = worktrees.find(team.paths, reply.name)  # the supervisor removed it unless it had changes
+    if kept is not None:
+        reply.worktree = kept.path
     return reply
+
+
+@operation("diff", io.MemberRef, worktrees.WorktreeDiff)
+def diff(team: TeamHandle, args: io.MemberRef, actor: str) -> worktrees.WorktreeDiff:
+    """What a teammate spawned with ``isolation: worktree`` changed in its worktree, against
+    the commit it started from: changed files, commits on its branch, and a unified diff.
+    Its worktree is kept after it left while it has changes, so this works then too."""
+    team.store.read()  # NotFound for a team that does not exist
+    return worktrees.diff(team.paths, clean_recipient(args.name))
 
 
 @operation("restart_teammate", io.MemberRef, SpawnReply, writes=True, lead_only=True)

@@ -348,7 +348,9 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         )
         elsewhere(team, tree)
         snap.teams.append(tree)
-    snap.claude_code = claude_code_teams(root, configs, team_name)
+    snap.claude_code = claude_code_teams(
+        root, configs, team_name, lambda n: launcher.supervisor_pid(TeamPaths(root, n)) is not None
+    )
     return snap
 
 

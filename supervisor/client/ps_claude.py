@@ -5,6 +5,7 @@ line)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import msgspec
 import psutil
@@ -60,16 +61,23 @@ def lead_verify_keys(team: str) -> list[str]:
     return sorted(set(keys))
 
 
-def claude_made(config: TeamConfig) -> bool:
+def claude_made(config: TeamConfig, ours: bool = False) -> bool:
     """Claude Code wrote this team: it records its lead session (2.1.330), or runs members
-    on its own backends (tmux panes, in-process)."""
-    return not isinstance(config.lead_process, msgspec.UnsetType) or any(
-        m.backend_type in ("tmux", "in-process") for m in config.members
+    on its own backends (tmux panes, in-process). Our own supervisor runs those backends too
+    (``ours``: one runs this team; our in-process members' handle names their host)."""
+    if not isinstance(config.lead_process, msgspec.UnsetType):
+        return True
+    return not ours and any(
+        m.backend_type in ("tmux", "in-process") and not m.tmux_pane_id.startswith("in-process:")
+        for m in config.members
     )
 
 
 def claude_code_teams(
-    root: str | None, configs: list[TeamConfig], team: str | None = None
+    root: str | None,
+    configs: list[TeamConfig],
+    team: str | None = None,
+    supervised: Callable[[str], bool] | None = None,
 ) -> list[ClaudeTeam]:
     """Teams under ``root`` that Claude Code runs: those with a lead session record
     (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
@@ -88,9 +96,10 @@ def claude_code_teams(
     for config in configs:
         if team is not None and config.name != team:
             continue
+        ours = supervised is not None and supervised(config.name)
         lead_pid = config.lead_process.pid if not isinstance(config.lead_process, msgspec.UnsetType) else None
         processes = [p for p in by_team.get(config.name, []) if not _is_agentteams(p.pid)]
-        if not processes and not claude_made(config):
+        if not processes and not claude_made(config, ours):
             continue
         live: bool | None = None  # 2.1.38 records no lead process: unknown unless a member runs
         if processes or lead_pid is not None:

@@ -11,15 +11,16 @@ from typing import Any
 
 import msgspec
 
-from ipc import answers
+from ipc import answers, worktrees
 from ipc import operations as io
 from ipc.engine import marker
 from ipc.errors import Timeout
-from ipc.options import Backend, TeammateOptions
+from ipc.options import Isolation, SpawnBackend, TeammateOptions
 from ipc.paths import normalise_agent_name
 from ipc.replies import LeadResult, SpawnReply, StopReply
 from ipc.schemas import LEAD_NAME
 from ipc.usage import Budget, TeamUsage, check_limit, read_budget, set_budget
+from ipc.worktrees import WorktreeDiff
 from supervisor.client import operations
 from supervisor.client.handle import Root, TeamHandle
 from supervisor.client.lead_runner import LeadRun
@@ -53,6 +54,8 @@ class Team(TeamHandle):
                 self.store.delete()  # raises Conflict naming them
         self.down()
         self.store.delete(force=force)
+        for tree in worktrees.all_of(self.paths):  # members that were parked: clean ones go
+            worktrees.finish(self.paths, tree.name)
         if self.state.link is not None:  # this root's copy and its memory of the team go too
             shutil.rmtree(self.paths.team_dir, ignore_errors=True)
         shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
@@ -76,14 +79,16 @@ class Team(TeamHandle):
         plan_mode_required: bool = False,
         permission_mode: str = "",
         cwd: str | None = None,
-        backend: Backend = "process",
+        backend: SpawnBackend = "",
         timeout: float = 30.0,
         host: str = "",
         rename: bool = False,
+        isolation: Isolation = "none",
     ) -> str:
         """Start a teammate; returns its name. A taken name is refused (Conflict), or with
         ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
-        engine (default: this one)."""
+        engine (default: this one). ``isolation="worktree"``: its own git worktree of the
+        team's cwd as its cwd (see :meth:`diff`)."""
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -95,8 +100,14 @@ class Team(TeamHandle):
             backend=backend,
             host=host,
             rename=rename,
+            isolation=isolation,
         )
         return self.start_teammate(options, timeout=timeout).name
+
+    def diff(self, name: str) -> WorktreeDiff:
+        """What a teammate spawned with ``isolation="worktree"`` changed in its worktree
+        (also after it left: a worktree with changes is kept)."""
+        return operations.diff(self, io.MemberRef(name=name))
 
     def restart(self, name: str, timeout: float = 30.0) -> SpawnReply:
         """Start a member that failed or exited again."""

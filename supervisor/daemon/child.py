@@ -90,6 +90,7 @@ class Child:
             incarnation=self.spec.incarnation_ms,
             color=self.spec.agent_color,
             last_exit=self.last_exit,
+            backend=self.spec.backend,
             role=self.spec.role,
             parent=self.spec.parent,
         )

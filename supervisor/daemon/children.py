@@ -76,7 +76,7 @@ class Children:
         return [
             c
             for c in self.by_name.values()
-            if c.state == S.IDLE and c.spec.role == "teammate" and c.spec.backend == "process"
+            if c.state == S.IDLE and c.spec.role == "teammate" and c.spec.backend != "claude-code"
         ]
 
     # ------------------------------------------------------------ starting

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from ipc import claude_code, locks
+from ipc import claude_code, locks, worktrees
 from ipc.agents import resolve as resolve_agent_type
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
@@ -55,7 +55,9 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
         cwd=member.cwd or str(Path.cwd()),
-        backend="claude-code" if member.backend_type == "claude-code" else "process",
+        backend=member.backend_type
+        if member.backend_type in ("claude-code", "tmux", "in-process")
+        else "process",
     )
 
 
@@ -65,11 +67,16 @@ def check_spawn(
     """The options, checked, and the working directory the teammate gets; InvalidInput
     naming what is wrong (nothing has been written yet)."""
     options = options.checked()
+    if not options.backend:
+        mode = ctx.options.teammate_mode
+        options = msgspec.structs.replace(options, backend="process" if mode == "auto" else mode)
     lead = config.member("team-lead")
     cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     if not os.path.isdir(cwd):
         raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
     resolve_agent_type(options.agent_type, Path(cwd))
+    if options.isolation == "worktree":
+        worktrees.check_repository(cwd)
     if options.backend == "claude-code":
         claude_code.command()  # installed, or a clear error before anything is written
         locks.note_claude_root(ctx.root)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ipc import control, locks, memtrace, subagents
+from ipc import control, locks, memtrace, subagents, worktrees
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.clock import now_ms
@@ -41,16 +41,18 @@ from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_proce
 from ipc.paths import TeamPaths
 from ipc.poller import close_context, context
 from ipc.replies import SpawnReply, SubagentReply, SubagentResult, TeamStatus
-from ipc.schemas import LEAD_NAME
+from ipc.schemas import LEAD_NAME, Member
 from ipc.team_state import TeamState
 from ipc.wake import WakeListener, Waker
 from supervisor.daemon.capacity import FILES_PER_AGENT, Capacity
 from supervisor.daemon.child import Child, Done
 from supervisor.daemon.children import Children
 from supervisor.daemon.inbox_watch import InboxWatch
+from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.lead_desk import LeadDesk
 from supervisor.daemon.outsiders import BACKEND as OUTSIDE
 from supervisor.daemon.outsiders import Outsiders
+from supervisor.daemon.panes import Backends, Panes
 from supervisor.daemon.policy import RestartPolicy
 from supervisor.daemon.processes import Processes
 from supervisor.daemon.reactor import Reactor
@@ -101,13 +103,20 @@ class Supervisor:
         self.reactor.add_reader(self.control, self._on_control)
         self.router = Router(self.reactor, self.ctx, self.runtime, self.waker)
         self.processes = Processes(self.runtime, method=self.options.spawn)
-        self.files = TeamFiles(self.state, self.router)
+        self.panes = Panes(self.reactor, self.team, self.runtime, self.options, self.processes.log_path)
+        self.panes.on_exit = lambda pid, status: self.children.on_exit(pid, status)
+        self.panes.runs_again = self._runs_again
+        self.threads = InProcess(self.reactor, self.runtime, self.paths.root, self.team)
+        self.threads.on_exit = self.panes.on_exit
+        seam = Backends(self.processes, self.panes, self.threads)
+        self.files = TeamFiles(self.state, self.router, seam.handle)
+        self.panes.closed = self.files.pane_closed
         self.processes.issue_key = self.files.issue_key
         self._ensure_lead_key()
         policy = RestartPolicy(
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
-        self.children = Children(self.processes, self.files, self.reactor, policy, wait_for_hello=self.zmq)
+        self.children = Children(seam, self.files, self.reactor, policy, wait_for_hello=self.zmq)
         self.router.roster = self.children
         self.outsiders = Outsiders(self.reactor, self.files)
         doorbell = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
@@ -164,7 +173,10 @@ class Supervisor:
 
     def _resume_members(self) -> None:
         """Start every teammate the config lists: a stopped or crashed team comes back."""
-        for member in self.state.config.read().teammates():
+        members = self.state.config.read().teammates()
+        if self.options.teammate_mode == "tmux" or any(m.backend_type == "tmux" for m in members):
+            self.panes.sweep()  # what a supervisor killed before us left
+        for member in members:
             if member.backend_type == OUTSIDE:
                 self.outsiders.resume(member)  # an MCP session: its own process, not ours to start
                 continue
@@ -183,6 +195,10 @@ class Supervisor:
         """Room for one more agent, or LimitReached naming the limit (before anything is
         written). A restart needs none: the agent keeps its link."""
         self.capacity.admit(name, len(self.router.links) if self.zmq else len(self.children.by_name))
+    def _runs_again(self, name: str) -> bool:
+        """An exited teammate is to be restarted (its pane is kept for it)."""
+        child = self.children.by_name.get(name)
+        return child is not None and child.restart_timer is not None
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         if spec.backend == "claude-code":
@@ -201,7 +217,10 @@ class Supervisor:
 
     def _reap(self) -> None:
         for pid, status in self.processes.reap():
-            self.children.on_exit(pid, status)
+            if pid == self.threads.host_pid:
+                self.threads.host_exited(status)
+            else:
+                self.children.on_exit(pid, status)
 
     def _on_terminate(self) -> None:
         if not self.children.stopping_all:
@@ -219,6 +238,8 @@ class Supervisor:
         self.lead.close()
         self.waker.close()
         self.processes.close()
+        self.panes.close_all()
+        self.threads.close()
         self.control.close()
         close_context(self.ctx)
         self.reactor.close()
@@ -331,6 +352,8 @@ class Supervisor:
             host=self.state.host,
             rename=options.rename,
         )
+        if options.isolation == "worktree":
+            member = self._isolate(member.name, cwd)
         mailbox = self.state.mailbox(member.name)
         if options.prompt:
             # The first inbox message is the prompt, from the lead, with no summary or color.
@@ -340,6 +363,16 @@ class Supervisor:
         renamed = options.name if member.name != options.name else ""
         spec = teammate_spec(self.context, member, permission_mode=options.permission_mode)
         self._launch(spec, self._replier(caller, renamed_from=renamed))
+
+    def _isolate(self, name: str, cwd: str) -> Member:
+        """The new member's own worktree as its cwd; a member whose worktree cannot be made
+        leaves again, so a failed spawn leaves nothing behind."""
+        try:
+            tree = worktrees.create(self.paths, name, cwd)
+        except AgentTeamsError:
+            self.state.config.remove_member(name)
+            raise
+        return self.state.config.update_member(name, cwd=tree.cwd)
 
     def _spawn_subagent(self, caller: control.Caller, options: SubagentOptions) -> None:
         """A subagent of a running teammate or of the lead agent: its own process, forked

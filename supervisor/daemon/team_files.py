@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ipc import subagents, trust
+from ipc import subagents, trust, worktrees
 from ipc.errors import AgentTeamsError, CorruptFile, NotFound
 from ipc.launch import LaunchSpec
 from ipc.schemas import LEAD_NAME, TeammateTerminated
@@ -25,10 +25,17 @@ class TeamFiles:
     allowed to stop a teammate from being started, reaped or stopped: the team must stay
     controllable."""
 
-    def __init__(self, state: TeamState, router: Router) -> None:
+    def __init__(
+        self,
+        state: TeamState,
+        router: Router,
+        handle: Callable[[LaunchSpec, int], str] = lambda spec, pid: f"process:{pid}",
+    ) -> None:
         self.state = state
         self.config = state.config
         self.router = router
+        self.handle = handle  # what tmuxPaneId says of a started teammate
+        self.kept_worktrees: dict[str, str] = {}  # said in the teammate's terminated event
 
     def _config(self, what: str, change: Callable[[], object]) -> None:
         try:
@@ -41,7 +48,7 @@ class TeamFiles:
             self._config(
                 f"{spec.agent_name} started",
                 lambda: self.config.update_member(
-                    spec.agent_name, tmux_pane_id=f"process:{pid}", is_active=True
+                    spec.agent_name, tmux_pane_id=self.handle(spec, pid), is_active=True
                 ),
             )
 
@@ -66,6 +73,14 @@ class TeamFiles:
     def left(self, name: str) -> None:
         self._config(f"{name} left", lambda: self.config.remove_member(name))
         self.router.drop(name)
+        try:
+            kept = worktrees.finish(self.state.paths, name)
+        except AgentTeamsError as exc:
+            log.error("%s left; its worktree stays where it is: %s", name, exc.message)
+            return
+        if kept is not None:
+            log.info("%s left; its worktree has changes and is kept at %s", name, kept.path)
+            self.kept_worktrees[name] = kept.path
 
     def inactive(self, name: str) -> None:
         def change() -> None:
@@ -74,7 +89,19 @@ class TeamFiles:
 
         self._config(f"{name} is inactive", change)
 
+    def pane_closed(self, name: str) -> None:
+        """A member's tmux pane is gone: never a stale pane id in the config."""
+
+        def change() -> None:
+            member = self.config.config_member(name)
+            if member is not None and member.tmux_pane_id.startswith("%"):
+                self.config.update_member(name, tmux_pane_id="")
+
+        self._config(f"{name}'s pane closed", change)
+
     def terminated(self, event: TeammateTerminated) -> None:
+        if event.name in self.kept_worktrees:
+            event.worktree = self.kept_worktrees.pop(event.name)
         append_line(self.state.paths.events, msgspec.json.encode(event))
         self.router.wake(LEAD_NAME)  # a lead agent that runs hears of it as its next turn
 

@@ -1,0 +1,142 @@
+"""An in-process host (``python -m agentproc.host``): one process per team whose teammates
+are its threads, as Claude Code's InProcessRunner runs teammates inside the lead's process.
+
+Each teammate is an :class:`~agentproc.loop.AgentLoop` of its own (conversation, tools,
+inbox, identity, cwd: all carried by its own context, none by the process), with its own
+link and doorbell, woken like any teammate. Which teammate a log line is about is a context
+variable, as AsyncLocalStorage carries the agent in Claude Code.
+
+The supervisor starts the host and talks to it over a socket pair: ``Start`` a teammate,
+``Stop`` one; the host answers ``Ended`` with a wait status when a teammate's loop returns
+or raises, so the supervisor's restart policy applies to one teammate and the host goes on.
+A stop rings the teammate awake to return at once; ``SIGKILL`` also kills its tools (a
+thread cannot be killed: one stuck in Python is given up and leaves with the host). The host
+dies with its supervisor (parent-death signal), and its death ends every teammate in it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+
+import msgspec
+
+from agentproc.channel import open_channel
+from agentproc.loop import AgentLoop
+from ipc.host_protocol import Command, Ended, Start, Stop, wait_status
+from ipc.launch import LaunchSpec
+from ipc.osproc import set_parent_death_signal, set_process_name
+from ipc.wake import Waker
+
+log = logging.getLogger("agentteams.host")
+AGENT: contextvars.ContextVar[str] = contextvars.ContextVar("agent", default="host")
+
+
+class _AgentField(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.agent = AGENT.get()
+        return True
+
+
+class Host:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.send_lock = threading.Lock()
+        self.loops: dict[str, AgentLoop] = {}
+        self.stopped: dict[str, int] = {}  # name -> wait status already reported (SIGKILL)
+
+    def serve(self) -> int:
+        decoder = msgspec.msgpack.Decoder(Command)
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except OSError:
+                data = b""
+            if not data:
+                return 0  # the supervisor is gone
+            command = decoder.decode(data)
+            if isinstance(command, Start):
+                self.start(command.spec)
+            else:
+                self.stop(command)
+
+    def start(self, spec: LaunchSpec) -> None:
+        self.stopped.pop(spec.agent_name, None)
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(self._run, spec), name=f"at:{spec.agent_name}", daemon=True
+        )
+        thread.start()
+
+    def _run(self, spec: LaunchSpec) -> None:
+        AGENT.set(spec.agent_name)
+        channel = None
+        loop = None
+        status = wait_status(1)
+        try:
+            channel = open_channel(spec)
+            loop = AgentLoop(spec, channel)
+            self.loops[spec.agent_name] = loop
+            code = loop.run()
+            status = code - 128 if code > 128 and loop.halt == code else wait_status(code)
+        except Exception:
+            log.exception("%s raised; it ends, the host goes on", spec.agent_name)
+        finally:
+            if loop is not None and self.loops.get(spec.agent_name) is loop:
+                del self.loops[spec.agent_name]
+            if channel is not None:
+                channel.close()
+        if spec.agent_name not in self.stopped:
+            self.send(Ended(name=spec.agent_name, status=status))
+
+    def stop(self, command: Stop) -> None:
+        loop = self.loops.get(command.name)
+        if loop is None:
+            return
+        loop.halt = 128 + command.signal
+        for group in list(loop.ctx.tool_groups):  # its tools go now, as with a process's session
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if command.signal == signal.SIGKILL:  # given up: reported now, whatever its thread does
+            self.stopped[command.name] = command.signal
+            self.loops.pop(command.name, None)
+            self.send(Ended(name=command.name, status=command.signal))
+        waker = Waker(loop.spec.team_paths().runtime_dir(), linger_ms=200)
+        try:
+            waker.wake(command.name)  # out of its wait, to see the halt
+        finally:
+            waker.close()
+
+    def send(self, message: Ended) -> None:
+        with self.send_lock:
+            try:
+                self.sock.send(msgspec.msgpack.encode(message))
+            except OSError:
+                pass  # the supervisor is gone: so are we, in a moment
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    fd = int(args[args.index("--fd") + 1])
+    supervisor = int(args[args.index("--supervisor-pid") + 1])
+    set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != supervisor:
+        return 1
+    set_process_name("at-host")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_AgentField())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(agent)s %(name)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return Host(socket.socket(fileno=fd)).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""What a supervisor and its in-process host (``python -m agentproc.host``) say to each other
+over the socket pair they share: start a teammate as a thread of the host, stop one, and
+one teammate ended (with a wait status, as if its process had been reaped)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ipc.launch import LaunchSpec
+
+
+class Start(msgspec.Struct, tag="start", kw_only=True):
+    spec: LaunchSpec
+
+
+class Stop(msgspec.Struct, tag="stop", kw_only=True):
+    name: str
+    signal: int  # SIGTERM: stop cleanly; SIGKILL: its tools now, and it is given up
+
+
+class Ended(msgspec.Struct, tag="ended", kw_only=True):
+    name: str
+    status: int  # a wait status: code << 8, or the signal number
+
+
+Command = Start | Stop
+
+
+def wait_status(code: int) -> int:
+    """A wait status for ``code`` as :func:`os.waitstatus_to_exitcode` reads it back."""
+    return -code if code < 0 else code << 8

@@ -1,0 +1,135 @@
+"""The in-process backend's side in the supervisor: one host process per team
+(``python -m agentproc.host``) whose threads are the team's in-process teammates.
+
+To the children's state machine each such teammate looks like a process: it gets a number
+of its own (above any real pid, so never signalled as one), is started, signalled and
+"reaped" through this seam, and its restart policy applies to it alone. The host is started
+with the first in-process teammate and again after it died; its death is the exit of every
+teammate in it, each then restarted by the policy in a new host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ipc.errors import AgentTeamsError
+from ipc.host_protocol import Ended, Start, Stop
+from ipc.launch import LaunchSpec
+from supervisor.daemon.reactor import Reactor
+
+log = logging.getLogger("agentteams.supervisor")
+FIRST_ID = 1 << 23  # above Linux's largest pid (2^22): a teammate's number is never a process's
+HOST_MODULE = "agentproc.host"
+
+
+class InProcess:
+    def __init__(self, reactor: Reactor, runtime: Path, root: Path, team: str) -> None:
+        self.reactor = reactor
+        self.runtime = runtime
+        self.names = ["--root", str(root), "--team", team]  # in its command line, for ps and people
+        self.host_pid: int | None = None
+        self.sock: socket.socket | None = None
+        self.ids = itertools.count(FIRST_ID)
+        self.by_id: dict[int, str] = {}
+        self.on_exit: Callable[[int, int], None] = lambda pid, status: None  # set by the supervisor
+
+    def owns(self, pid: int) -> bool:
+        return pid >= FIRST_ID
+
+    def start(self, spec: LaunchSpec) -> int:
+        self._send(Start(spec=spec))
+        number = next(self.ids)
+        self.by_id[number] = spec.agent_name
+        return number
+
+    def signal(self, number: int, sig: int) -> None:
+        name = self.by_id.get(number)
+        if name is not None and self.sock is not None:
+            self._send(
+                Stop(name=name, signal=sig if sig in (signal.SIGTERM, signal.SIGKILL) else signal.SIGTERM)
+            )
+
+    def handle(self, spec: LaunchSpec) -> str:
+        return f"in-process:{self.host_pid}"
+
+    # ------------------------------------------------------------ the host
+
+    def _send(self, message: Start | Stop) -> None:
+        if self.sock is None:
+            self._start_host()
+        assert self.sock is not None
+        try:
+            self.sock.send(msgspec.msgpack.encode(message))
+        except OSError as exc:
+            raise AgentTeamsError(f"the in-process host is not answering: {exc.strerror}") from exc
+
+    def _start_host(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [sys.executable, "-m", HOST_MODULE, "--fd", str(theirs.fileno())]
+        argv += ["--supervisor-pid", str(os.getpid()), *self.names]
+        with open(self.runtime / "logs" / "in-process-host.log", "ab") as out:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise AgentTeamsError(f"cannot start the in-process host: {exc.strerror}") from exc
+            finally:
+                theirs.close()
+        proc.returncode = 0  # reaped by the supervisor's reaper, never through Popen
+        self.host_pid = proc.pid
+        self.sock = ours
+        self.reactor.add_reader(ours.fileno(), self._on_message)
+        log.info("in-process host started, pid %d", proc.pid)
+
+    def _on_message(self) -> None:
+        assert self.sock is not None
+        try:
+            data = self.sock.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            self._drop_socket()  # the host is gone; its reaping says how
+            return
+        ended = msgspec.msgpack.decode(data, type=Ended)
+        for number, name in list(self.by_id.items()):
+            if name == ended.name:
+                del self.by_id[number]
+                self.on_exit(number, ended.status)
+
+    def _drop_socket(self) -> None:
+        if self.sock is not None:
+            self.reactor.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
+
+    def host_exited(self, status: int) -> None:
+        """The host died: each teammate in it exited the same way."""
+        log.error("the in-process host (pid %s) died: %s", self.host_pid, os.waitstatus_to_exitcode(status))
+        self._drop_socket()
+        self.host_pid = None
+        ended, self.by_id = self.by_id, {}
+        for number in ended:
+            self.on_exit(number, status)
+
+    def close(self) -> None:
+        self._drop_socket()
+        if self.host_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.host_pid, signal.SIGKILL)

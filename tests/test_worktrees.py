@@ -1,0 +1,124 @@
+"""A worktree per teammate (``--isolation worktree``): its own checkout of the team's
+repository as its cwd, removed when it leaves clean, kept and shown by ``diff`` when not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ipc import worktrees
+from ipc.errors import InvalidInput
+from ipc.paths import TeamPaths
+from supervisor import Team
+from tests.runtime_helpers import cli, running_team
+
+
+def git(cwd: Path, *args: str) -> str:
+    env_args = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    return subprocess.run(
+        ["git", *env_args, "-C", str(cwd), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / "src").mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "src" / "shared.txt").write_text("line 1\n")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "first")
+    return path
+
+
+def edit_task(team: Team, owner: str, command: str) -> str:
+    task = team.tasks.create(f"edit as {owner}", "edit the shared file", metadata={"command": command})
+    team.tasks.update(task.id, owner=owner)
+    return task.id
+
+
+def test_two_teammates_edit_the_same_file_each_in_its_own_worktree(root: Path, repo: Path) -> None:
+    with running_team(root) as team:
+        for name in ("alice", "bob", "carol"):
+            team.spawn(name, prompt="Do your tasks.", cwd=str(repo / "src"), isolation="worktree")
+        members = {m.name: m for m in team.config().teammates()}
+        paths = TeamPaths(root, team.name)
+        for name in ("alice", "bob", "carol"):
+            tree = worktrees.find(paths, name)
+            assert tree is not None and tree.branch == f"agentteams/{team.name}/{name}"
+            assert members[name].cwd == tree.cwd == str(Path(tree.path) / "src")
+        assert len({m.cwd for m in members.values()}) == 3
+        edit_task(team, "alice", "echo alice >> shared.txt")
+        edit_task(team, "bob", "echo bob > shared.txt && echo new > added.txt")
+        team.wait_until(lambda t: sum(x.status == "completed" for x in t.tasks.list()) == 2, timeout=60)
+        assert (repo / "src" / "shared.txt").read_text() == "line 1\n", "the team's checkout is untouched"
+        alice_path = Path(members["alice"].cwd)
+        bob_path = Path(members["bob"].cwd)
+        assert (alice_path / "shared.txt").read_text() == "line 1\nalice\n"
+        assert (bob_path / "shared.txt").read_text() == "bob\n"
+
+        # carol changed nothing: at shutdown her worktree and branch go.
+        reply = team.shutdown("carol")
+        assert reply.worktree == ""
+        assert worktrees.find(paths, "carol") is None
+        assert not (paths.worktrees / "carol").exists()
+        assert f"agentteams/{team.name}/carol" not in git(repo, "branch", "--list")
+
+        # alice changed the file: her worktree is kept, and said so.
+        reply = team.shutdown("alice")
+        assert reply.worktree == str(paths.worktrees / "alice")
+        assert (alice_path / "shared.txt").exists()
+        events = [json.loads(line) for line in paths.events.read_text().splitlines()]
+        assert any(e["name"] == "alice" and e.get("worktree") == reply.worktree for e in events)
+
+        shown = team.diff("alice")
+        assert shown.changed == ["src/shared.txt"] and shown.commits == 0
+        assert "+alice" in shown.diff and "-line 1" not in shown.diff
+
+        out = cli(root, "diff", team.name, "bob").stdout  # bob still runs: his changes so far
+        assert "+bob" in out and "-line 1" in out and "src/added.txt" in out and "+new" in out
+        data = json.loads(cli(root, "diff", team.name, "bob", "--json").stdout)
+        assert sorted(data["changed"]) == ["src/added.txt", "src/shared.txt"]
+
+        failed = cli(root, "diff", team.name, "carol", ok=False)
+        assert "no worktree" in failed.stderr
+    # The team went down: bob stays a member, his worktree with him.
+    assert (paths.worktrees / "bob" / "src" / "shared.txt").read_text() == "bob\n"
+    team.delete(force=True)
+    assert (paths.worktrees / "alice").exists() and (paths.worktrees / "bob").exists(), "changes are kept"
+
+
+def test_a_clean_worktree_goes_with_the_team(root: Path, repo: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("dave", prompt="Wait.", cwd=str(repo), isolation="worktree")
+        assert (TeamPaths(root, team.name).worktrees / "dave").is_dir()
+    team.delete(force=True)
+    assert not (TeamPaths(root, team.name).worktrees / "dave").exists()
+    assert "agentteams/" not in git(repo, "branch", "--list")
+    assert "dave" not in git(repo, "worktree", "list")
+
+
+def test_outside_a_git_repository_it_is_refused_clearly(root: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(InvalidInput, match="not in one"):
+        worktrees.check_repository(str(plain))
+    with running_team(root) as team:
+        failed = cli(
+            root,
+            "spawn",
+            team.name,
+            "erin",
+            "--prompt",
+            "p",
+            "--cwd",
+            str(plain),
+            "--isolation",
+            "worktree",
+            ok=False,
+        )
+        assert "git repository" in failed.stderr
+        assert team.config().teammates() == [], "nothing was written"
