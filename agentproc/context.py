@@ -12,6 +12,7 @@ from ipc.cc_peer import SupervisorRoute
 from ipc.cc_registry import mode_class
 from ipc.control import ControlClient
 from ipc.launch import LaunchSpec
+from ipc.permission_rules import Rule, RuleSet
 from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class AgentContext:
     # Permission state: the mode can change when a plan is approved.
     permission_mode: str = "acceptEdits"
     plan_mode: bool = False
+    rules: RuleSet = field(default_factory=RuleSet)  # settings files', then the session's
+    scopes: tuple[Rule, ...] = ()  # the agent definition's Tool(specifier) entries
+    directories: list[Path] = field(default_factory=list)  # working directories beside cwd
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported

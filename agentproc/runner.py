@@ -14,6 +14,7 @@ from agentproc.context import AgentContext
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
 from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
 from agentproc.transcript import Transcript
+from ipc import claude_settings
 from ipc.agents import resolve as resolve_agent_type
 from ipc.launch import LaunchSpec
 
@@ -41,9 +42,17 @@ class AgentRunner:
             definition = dataclasses.replace(
                 definition, disallowed_tools=(*definition.disallowed_tools, *withheld)
             )
-        # A mode given on the command line wins, then the agent definition's; an agent given
-        # neither accepts edits inside its cwd (see agentproc.permissions).
-        self.ctx.permission_mode = spec.permission_mode or definition.permission_mode or "acceptEdits"
+        # A mode given on the command line wins, then the agent definition's, then the
+        # settings files' defaultMode; an agent given none accepts edits inside its cwd
+        # (see agentproc.permissions).
+        settings = claude_settings.load(self.ctx.cwd)
+        self.ctx.permission_mode = (
+            spec.permission_mode or definition.permission_mode or settings.default_mode or "acceptEdits"
+        )
+        self.ctx.rules = settings.rules
+        self.ctx.rules.add("deny", definition.denied)
+        self.ctx.scopes = definition.scopes
+        self.ctx.directories = [self.ctx.resolve(d) for d in settings.directories]
         self.ctx.plan_mode = spec.plan_mode_required
         self.transcript = _transcript(self.ctx, spec)
         self.ctx.transcript = self.transcript

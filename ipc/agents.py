@@ -1,10 +1,12 @@
 """Agent types: the built-in four, and custom definitions from ``.claude/agents/*.md``.
 
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
-``description``, ``tools`` (a comma-separated string or a YAML list), ``disallowedTools``,
-``model``, ``maxTurns``, ``permissionMode``; the body is the prompt. A frontmatter field
-that cannot be read is an error, never "no restriction": a definition that would widen what
-an agent may do by being misread is refused.
+``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
+every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``; the body is
+the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
+is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
+are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
+definition that would widen what an agent may do by being misread is refused.
 
 Coordination tools (SendMessage and the task tools) are a teammate's whatever its type, as
 Claude Code injects team tools into every teammate; the type restricts the work tools.
@@ -13,6 +15,7 @@ Claude Code injects team tools into every teammate; the type restricts the work 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from typing import Any
 import yaml
 
 from ipc.errors import InvalidInput
+from ipc.permission_rules import Rule
 
 log = logging.getLogger("agentteams.agents")
 
@@ -51,6 +55,8 @@ class AgentDefinition:
     description: str = ""
     tools: tuple[str, ...] | None = None  # None: every tool
     disallowed_tools: tuple[str, ...] = ()
+    scopes: tuple[Rule, ...] = ()  # tools offered only for the calls these rules cover
+    denied: tuple[Rule, ...] = ()  # calls denied whatever the mode (disallowedTools patterns)
     model: str | None = None
     prompt: str = ""
     max_turns: int | None = None
@@ -58,14 +64,44 @@ class AgentDefinition:
     source: str = field(default="builtin", compare=False)
 
 
-def _tool_list(value: Any, key: str) -> tuple[str, ...]:
+def _entries(value: Any, key: str) -> list[str]:
     if isinstance(value, str):
-        return tuple(v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip())
+        # Commas inside a rule's parentheses belong to it: "Bash(a, b), Read" is two entries.
+        return [
+            v.strip().strip("'\"") for v in re.split(r",(?![^()]*\))", value.strip().strip("[]")) if v.strip()
+        ]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v.strip() for v in value if v.strip())
+        return [v.strip() for v in value if v.strip()]
     raise ValueError(
         f"'{key}' must be a comma-separated string or a list of tool names, not {type(value).__name__}"
     )
+
+
+def _rules(value: Any, key: str) -> list[Rule]:
+    try:
+        return [Rule.parse(entry) for entry in _entries(value, key)]
+    except ValueError as exc:
+        raise ValueError(f"'{key}': {exc}") from None
+
+
+def tool_spec(value: Any, key: str = "tools") -> tuple[tuple[str, ...] | None, tuple[Rule, ...]]:
+    """(tool names, scopes) of a ``tools`` list: None for every tool (``*``); a tool named
+    only by rules (``Bash(git:*)``) is offered, scoped to what they cover; named bare it is
+    whole."""
+    if value in (None, ""):
+        return None, ()
+    rules = _rules(value, key)
+    if any(r.tool == "*" for r in rules) or (isinstance(value, str) and value.strip() == "*"):
+        return None, ()
+    whole = {r.tool for r in rules if r.specifier is None}
+    names = tuple(dict.fromkeys(r.tool for r in rules))
+    return names, tuple(r for r in rules if r.specifier is not None and r.tool not in whole)
+
+
+def disallowed_spec(value: Any) -> tuple[tuple[str, ...], tuple[Rule, ...]]:
+    """(tools withheld, calls denied) of a ``disallowedTools`` list."""
+    rules = _rules(value or [], "disallowedTools")
+    return tuple(r.tool for r in rules if r.specifier is None), tuple(r for r in rules if r.specifier)
 
 
 def parse_definition(text: str, source: str = "") -> AgentDefinition:
@@ -90,11 +126,15 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
     max_turns = meta.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError("'maxTurns' must be a positive whole number")
+    tools, scopes = tool_spec(meta.get("tools"))
+    withheld, denied = disallowed_spec(meta.get("disallowedTools"))
     return AgentDefinition(
         name=name,
         description=str(meta.get("description") or ""),
-        tools=_tool_list(meta["tools"], "tools") if meta.get("tools") not in (None, "") else None,
-        disallowed_tools=_tool_list(meta.get("disallowedTools") or [], "disallowedTools"),
+        tools=tools,
+        disallowed_tools=withheld,
+        scopes=scopes,
+        denied=denied,
         model=str(meta["model"]) if meta.get("model") else None,
         prompt=str(meta.get("prompt") or body.strip()),
         max_turns=max_turns,

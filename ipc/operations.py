@@ -256,6 +256,18 @@ class AnswerRequest(Struct, kw_only=True, forbid_unknown_fields=True):
         dict[str, Any] | None, Meta(description="a permission request's tool input to use instead")
     ] = None
     permission_mode: Annotated[str, Meta(description="the mode an approved plan hands the teammate")] = ""
+    always: Annotated[
+        bool,
+        Meta(
+            description="a permission request: also apply its suggestions, so that calls like it stop asking"
+        ),
+    ] = False
+    permission_updates: Annotated[
+        list[dict[str, Any]] | None,
+        Meta(
+            description="a permission request: Claude Code's permission updates (addRules, addDirectories, setMode...)"
+        ),
+    ] = None
 
 
 class Requests(Struct, kw_only=True):

@@ -103,7 +103,11 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
     return result.result or "(the subagent finished without a final answer)"
 
 
-AGENT = Tool("Agent", AgentInput, _agent, kind="coordination")
+def _agent_type(args: AgentInput) -> str:
+    return args.subagent_type or "general-purpose"
+
+
+AGENT = Tool("Agent", AgentInput, _agent, kind="coordination", subject=_agent_type)
 
 
 def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:

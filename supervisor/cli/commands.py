@@ -311,6 +311,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         feedback=args.feedback,
         updated_input=parse_input(getattr(args, "input", None)),
         permission_mode=getattr(args, "permission_mode", ""),
+        always=getattr(args, "always", False),
     )
     try:
         answered = ops.answer_request(team, request)

@@ -285,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
                 "--input", default=None, help="JSON: the tool input to use instead (permission requests)"
             )
             answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+            answer.add_argument(
+                "--always",
+                action="store_true",
+                help="a permission request: also apply its suggestions, so that calls like it stop asking",
+            )
 
     from supervisor.mcp import command as mcp_command
 

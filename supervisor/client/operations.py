@@ -348,6 +348,8 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
         feedback=args.feedback,
         updated_input=args.updated_input,
         permission_mode=args.permission_mode or answers.DEFAULT_PLAN_MODE,
+        permission_updates=args.permission_updates,
+        always=args.always,
     )
 
 

@@ -146,15 +146,20 @@ class Team(TeamHandle):
         feedback: str = "",
         updated_input: dict[str, Any] | None = None,
         permission_mode: str = answers.DEFAULT_PLAN_MODE,
+        always: bool = False,
+        permission_updates: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Approve a pending request; returns what was done (``request_id, agent, approved,
-        type``)."""
+        type``). For a permission, ``always`` also applies the request's suggestions and
+        ``permission_updates`` gives Claude Code's updates: they hold for the teammate's life."""
         args = io.AnswerRequest(
             request_id=request_id,
             approve=True,
             feedback=feedback,
             updated_input=updated_input,
             permission_mode=permission_mode,
+            always=always,
+            permission_updates=permission_updates,
         )
         return _plain(operations.answer_request(self, args))
 

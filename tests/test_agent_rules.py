@@ -1,0 +1,242 @@
+"""Agents as Claude Code's behave with a user's setup: agent definitions' tool lists (``*``,
+``Tool(specifier)``), permission rules from the settings files and from approvals, and
+dangerous commands that ask."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentproc.channel import PollChannel
+from agentproc.permissions import ModePolicy, apply_updates
+from agentproc.runner import AgentRunner
+from agentproc.tools import ToolBox
+from ipc import agents
+from ipc.launch import LaunchSpec
+from ipc.permission_rules import Call, Rule, matches
+from ipc.schemas import PermissionRequest
+from tests.fake_anthropic import FakeAnthropic, Reply, last_user_text, text, tool_result_ids, tool_uses
+from tests.runtime_helpers import running_team, wait_for
+
+ALL_WORK = {
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "ExitPlanMode",
+    "Agent",
+    "TaskOutput",
+    "TaskStop",
+}
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home of the test's own: the user's settings, agents and CLAUDE.md are read from it."""
+    home = tmp_path / "userhome"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+
+def define(cwd: Path, name: str, front: str, body: str = "You help.") -> None:
+    folder = cwd / ".claude" / "agents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(f"---\nname: {name}\n{front}\n---\n{body}\n")
+
+
+def runner(cwd: Path, agent_type: str = "general-purpose", mode: str = "") -> AgentRunner:
+    spec = LaunchSpec(
+        agent_id="a@t",
+        agent_name="a",
+        team_name="t",
+        agent_color="blue",
+        parent_session_id="s",
+        agent_type=agent_type,
+        permission_mode=mode,
+        root=str(cwd),
+        cwd=str(cwd),
+        wake="poll",
+    )
+    return AgentRunner(spec, PollChannel(), policy=ModePolicy())
+
+
+def box(cwd: Path, agent_type: str = "general-purpose", mode: str = "") -> ToolBox:
+    return runner(cwd, agent_type, mode).tools
+
+
+# ---------------------------------------------------------------- 1. tools: "*" and Tool(specifier)
+
+
+@pytest.mark.parametrize("tools", ['"*"', "'*'", "['*']", "\n  - '*'"])
+def test_a_star_gives_every_tool(tmp_path: Path, tools: str) -> None:
+    define(tmp_path, "any", f"tools: {tools}")
+    assert set(box(tmp_path, "any").names()) >= ALL_WORK | {"SendMessage", "TaskUpdate"}
+
+
+def test_a_tool_named_by_a_rule_is_offered_for_what_the_rule_covers_only(tmp_path: Path) -> None:
+    define(tmp_path, "gitter", "tools: Bash(git:*), Read")
+    tools = box(tmp_path, "gitter")
+    assert {"Bash", "Read"} <= set(tools.names()) and "Write" not in tools.names()
+    ran = tools.call("Bash", {"command": "git --version"})
+    assert not ran.is_error and "git version" in ran.content
+    refused = tools.call("Bash", {"command": "git --version && touch made"})
+    assert refused.is_error and "only as Bash(git:*)" in refused.content
+    assert not (tmp_path / "made").exists()
+
+
+def test_disallowed_rules_deny_the_calls_they_cover(tmp_path: Path) -> None:
+    define(tmp_path, "careful", "disallowedTools: Bash(rm:*), Write")
+    tools = box(tmp_path, "careful")
+    (tmp_path / "keep").write_text("x")
+    assert "Write" not in tools.names() and "Bash" in tools.names()
+    refused = tools.call("Bash", {"command": "ls && rm keep"})
+    assert refused.is_error and "Bash(rm:*) denies" in refused.content and (tmp_path / "keep").exists()
+    assert not tools.call("Bash", {"command": "ls"}).is_error
+
+
+def test_a_bad_rule_in_a_definition_is_refused_not_widened(tmp_path: Path) -> None:
+    define(tmp_path, "odd", "tools: Bash(git:*, Read")
+    assert "odd" not in agents.load_definitions(tmp_path)
+
+
+def test_rule_matching() -> None:
+    cwd = Path("/w")
+    git = Rule.parse("Bash(git diff:*)")
+    assert matches(git, Call("Bash", command="git diff HEAD"), cwd, every=True)
+    assert matches(git, Call("Bash", command="git  diff"), cwd, every=True)
+    assert not matches(git, Call("Bash", command="git diffx"), cwd, every=True)
+    assert not matches(git, Call("Bash", command="git diff; rm -rf x"), cwd, every=True)
+    assert matches(Rule.parse("Bash(rm:*)"), Call("Bash", command="ls | rm x"), cwd, every=False)
+    assert matches(Rule.parse("Bash(npm run *)"), Call("Bash", command="npm run build"), cwd, every=True)
+    src = Rule.parse("Edit(src/**)")
+    assert matches(src, Call("Write", paths=("/w/src/a/b.py",)), cwd, every=True)
+    assert not matches(src, Call("Write", paths=("/w/docs/a.md",)), cwd, every=True)
+    assert matches(Rule.parse("Read(//etc/*)"), Call("Grep", paths=("/etc/hosts",)), cwd, every=True)
+    assert matches(Rule.parse("Agent(Explore)"), Call("Agent", names="Explore"), cwd, every=True)
+    assert Rule.parse("Task(Plan)") == Rule("Agent", "Plan")
+
+
+def test_a_star_definition_reaches_the_model_with_every_tool(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: the real SDK is offered every tool of a ``tools: "*"`` definition."""
+    define(root, "any", 'tools: "*"')
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        return text("Ready.")
+
+    with FakeAnthropic(script) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="any")
+            first = wait_for(lambda: api.requests[0] if api.requests else None, timeout=30)
+            assert {t["name"] for t in first["tools"]} >= ALL_WORK
+
+
+# ---------------------------------------------------------------- 4. permission rules that stick
+
+
+def settings(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_settings_rules_are_merged_from_the_three_files(tmp_path: Path) -> None:
+    home = Path.home()
+    settings(home / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(touch denied:*)"]}})
+    settings(tmp_path / ".claude" / "settings.json", {"permissions": {"allow": ["Bash(touch outside:*)"]}})
+    settings(
+        tmp_path / ".claude" / "settings.local.json",
+        {"permissions": {"ask": ["Bash(touch asked:*)"], "defaultMode": "default", "allow": ["Write"]}},
+    )
+    ctx_box = box(tmp_path)
+    policy, ctx = ctx_box.policy, ctx_box.ctx
+    bash = ctx_box.tools["Bash"]
+    assert ctx.permission_mode == "default"
+    assert policy.decide(ctx, bash, {"command": "touch denied"}).action == "deny"
+    assert policy.decide(ctx, bash, {"command": "touch asked"}).action == "ask"
+    assert policy.decide(ctx, bash, {"command": "touch outside"}).action == "allow"  # the allow rule
+    assert policy.decide(ctx, bash, {"command": "touch other"}).action == "ask"  # default mode
+    assert policy.decide(ctx, ctx_box.tools["Write"], {"file_path": "x", "content": ""}).action == "allow"
+    ctx.permission_mode = "bypassPermissions"
+    assert policy.decide(ctx, bash, {"command": "touch denied"}).action == "deny"  # deny wins
+
+
+def test_dangerous_commands_ask_in_accept_edits(tmp_path: Path) -> None:
+    tools = box(tmp_path)
+    ask = tools.policy.decide
+    bash = tools.tools["Bash"]
+    for command in ("sudo true", "git push origin main", "curl -s example.com | sh", "rm -rf build"):
+        decision = ask(tools.ctx, bash, {"command": command})
+        assert decision.action == "ask", command
+    assert ask(tools.ctx, bash, {"command": "ls -la && echo ok > out.txt"}).action == "allow"
+
+
+def test_approval_updates_hold_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    tools = box(tmp_path)
+    ctx, bash = tools.ctx, tools.tools["Bash"]
+    decide = tools.policy.decide
+    assert decide(ctx, bash, {"command": "git push origin main"}).action == "ask"
+    outside = str(tmp_path.parent / "elsewhere" / "f.txt")
+    assert decide(ctx, tools.tools["Read"], {"file_path": outside}).action == "ask"
+    apply_updates(
+        ctx,
+        [
+            {
+                "type": "addRules",
+                "rules": [{"toolName": "Bash", "ruleContent": "git push:*"}],
+                "behavior": "allow",
+            },
+            {"type": "addDirectories", "directories": [str(tmp_path.parent / "elsewhere")]},
+        ],
+    )
+    assert decide(ctx, bash, {"command": "git push origin main"}).action == "allow"
+    assert decide(ctx, tools.tools["Read"], {"file_path": outside}).action == "allow"
+    apply_updates(ctx, [{"type": "setMode", "mode": "dontAsk"}])
+    assert ctx.permission_mode == "dontAsk"
+    assert decide(ctx, bash, {"command": "sudo true"}).action == "deny"
+
+
+def test_an_approval_always_stops_the_same_question_end_to_end(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lead approves a read outside the cwd with ``always``: the teammate applies the
+    request's suggestions and reads a second file there without asking again."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("alpha")
+    (outside / "b.txt").write_text("beta")
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        ids = tool_result_ids(request)
+        if ids == ["r1"]:
+            return tool_uses(("r2", "Read", {"file_path": str(outside / "b.txt")}))
+        if ids == ["r2"]:
+            return tool_uses(("done", "TaskUpdate", {"taskId": "1", "status": "completed"}))
+        if ids:
+            return text("Finished.")
+        if "Start with task #1" in last_user_text(request):
+            return tool_uses(("r1", "Read", {"file_path": str(outside / "a.txt")}))
+        return text("Ready.")
+
+    with FakeAnthropic(script) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
+            task = team.tasks.create("Read both files")
+            team.wake("*")
+            asked = wait_for(lambda: team.pending_requests(), timeout=30)
+            assert isinstance(asked[0], PermissionRequest)
+            assert asked[0].permission_suggestions[0]["type"] == "addDirectories"
+            team.approve(asked[0].request_id, always=True)
+            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+            second = next(r for r in api.requests if tool_result_ids(r) == ["r2"])
+            assert "beta" in json.dumps(second["messages"][-1]["content"])
+            requests = [m for m in team.inbox("team-lead").history() if "permission_request" in m.text]
+            assert len(requests) == 1
