@@ -17,7 +17,7 @@ from agentproc.tools import ToolBox
 from ipc import agents
 from ipc.launch import LaunchSpec
 from ipc.permission_rules import Call, Rule, matches
-from ipc.schemas import PermissionRequest
+from ipc.schemas import IdleNotification, PermissionRequest, parse_body
 from tests.fake_anthropic import FakeAnthropic, Reply, last_user_text, text, tool_result_ids, tool_uses
 from tests.runtime_helpers import running_team, wait_for
 
@@ -240,3 +240,62 @@ def test_an_approval_always_stops_the_same_question_end_to_end(
             assert "beta" in json.dumps(second["messages"][-1]["content"])
             requests = [m for m in team.inbox("team-lead").history() if "permission_request" in m.text]
             assert len(requests) == 1
+
+
+# ---------------------------------------------------------------- 2. no cap on tool rounds; the model's output limit
+
+
+def rounds_script(rounds: int) -> Any:
+    """A claimed task takes ``rounds`` Bash calls, one per request, then completes."""
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        ids = tool_result_ids(request)
+        if ids and ids[0].startswith("step-"):
+            k = int(ids[0].split("-")[1])
+            if k < rounds:
+                return tool_uses((f"step-{k + 1}", "Bash", {"command": f"echo {k + 1}"}))
+            return tool_uses(("done", "TaskUpdate", {"taskId": "1", "status": "completed"}))
+        if ids:
+            return text("Finished.")
+        if "Start with task #1" in last_user_text(request):
+            return tool_uses(("step-1", "Bash", {"command": "echo 1"}))
+        return text("Ready.")
+
+    return script
+
+
+def test_a_turn_is_not_capped_and_asks_for_the_models_output_limit(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTTEAMS_MAX_TOKENS", raising=False)
+    with FakeAnthropic(rounds_script(60)) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-sonnet-4-5")
+            task = team.tasks.create("Sixty steps")
+            team.wake("*")
+            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
+            assert sum(1 for r in api.requests if tool_result_ids(r)[:1] == ["step-60"]) == 1
+            assert {r["max_tokens"] for r in api.requests} == {64_000}
+            assert all(r.get("stream") is True for r in api.requests)  # a long output outlasts a timeout
+
+
+def test_a_definitions_max_turns_is_the_cap(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    define(root, "brief", "maxTurns: 3")
+    with FakeAnthropic(rounds_script(10)) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="brief")
+            task = team.tasks.create("Ten steps")
+            team.wake("*")
+            notes = wait_for(
+                lambda: [
+                    b
+                    for m in team.inbox("team-lead").history()
+                    if isinstance(b := parse_body(m.text), IdleNotification) and b.idle_reason == "failed"
+                ],
+                timeout=30,
+            )
+            assert "maxTurns (3)" in str(notes[0].failure_reason)
+            assert {r["max_tokens"] for r in api.requests} == {32_000}  # a model not in the table
+            assert team.tasks.get(task.id).status != "completed"
