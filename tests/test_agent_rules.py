@@ -18,7 +18,15 @@ from ipc import agents
 from ipc.launch import LaunchSpec
 from ipc.permission_rules import Call, Rule, matches
 from ipc.schemas import IdleNotification, PermissionRequest, parse_body
-from tests.fake_anthropic import FakeAnthropic, Reply, last_user_text, text, tool_result_ids, tool_uses
+from tests.fake_anthropic import (
+    FakeAnthropic,
+    Reply,
+    last_user_text,
+    text,
+    text_of,
+    tool_result_ids,
+    tool_uses,
+)
 from tests.runtime_helpers import running_team, wait_for
 
 ALL_WORK = {
@@ -299,3 +307,38 @@ def test_a_definitions_max_turns_is_the_cap(root: Path, monkeypatch: pytest.Monk
             assert "maxTurns (3)" in str(notes[0].failure_reason)
             assert {r["max_tokens"] for r in api.requests} == {32_000}  # a model not in the table
             assert team.tasks.get(task.id).status != "completed"
+
+
+# ---------------------------------------------------------------- 3. CLAUDE.md and the team context
+
+
+def test_claude_md_files_and_the_team_context_are_in_the_system_prompt(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = Path.home() / ".claude"
+    user.mkdir()
+    (user / "CLAUDE.md").write_text("Always answer in English.\n@~/.claude/style.md\n")
+    (user / "style.md").write_text("Prefer short sentences.")
+    (root / "CLAUDE.md").write_text("Run the tests with make test.")
+    (root / ".claude").mkdir()
+    (root / ".claude" / "CLAUDE.md").write_text("Never edit generated files.")
+    (root / "CLAUDE.local.md").write_text("My sandbox URL is local.")
+    with FakeAnthropic(lambda request, n: text("Ready.")) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
+            first = wait_for(lambda: api.requests[0] if api.requests else None, timeout=30)
+    system = text_of(first["system"])
+    order = [
+        "Always answer in English.",
+        "Prefer short sentences.",
+        "Run the tests with make test.",
+        "Never edit generated files.",
+        "My sandbox URL is local.",
+    ]
+    assert [system.index(s) for s in order] == sorted(system.index(s) for s in order)
+    assert f"Contents of {root / 'CLAUDE.md'} (project instructions, checked into the codebase)" in system
+    assert "(user's private global instructions for all projects)" in system
+    assert (
+        "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
+    )

@@ -3,8 +3,14 @@ who it talks to and how, and how its work ends."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ipc.agents import AgentDefinition
+from ipc.claude_md import claude_md_context
+from ipc.config import TeamConfigStore
+from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
+from ipc.paths import TeamPaths
 
 
 def _teammate(spec: LaunchSpec) -> list[str]:
@@ -58,8 +64,33 @@ def _lead(spec: LaunchSpec) -> list[str]:
     ]
 
 
+def team_context(spec: LaunchSpec) -> str:
+    """The team as a teammate is told of it: its name, its members when the agent started,
+    and where the config and task list are (for the current roster and tasks)."""
+    paths = TeamPaths(spec.root, spec.team_name)
+    try:
+        config = TeamConfigStore(spec.root, spec.team_name).read()
+        members = ", ".join(
+            f"{m.name} ({m.agent_type})" if isinstance(m.agent_type, str) else m.name for m in config.members
+        )
+    except AgentTeamsError:
+        members = "(the config could not be read)"
+    return (
+        f"# Team context\nTeam name: {spec.team_name}\nYou are: {spec.agent_name} (agent id {spec.agent_id})\n"
+        f"Members when you started: {members}\nTeam config (the current members): {paths.config}\n"
+        f"Task list: {paths.tasks_dir}"
+    )
+
+
 def system_prompt(spec: LaunchSpec, definition: AgentDefinition) -> str:
+    """The role's prompt, the agent definition's, the team context (a subagent is not a
+    member) and the CLAUDE.md files of the working directory, as Claude Code gives them."""
     parts = {"lead": _lead, "subagent": _subagent}.get(spec.role, _teammate)(spec)
     if definition.prompt:
         parts.append(definition.prompt)
+    if spec.role != "subagent":
+        parts.append(team_context(spec))
+    memory = claude_md_context(Path(spec.cwd))
+    if memory:
+        parts.append(memory)
     return "\n\n".join(parts)
