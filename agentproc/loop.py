@@ -32,7 +32,15 @@ from ipc import link, trace
 from ipc.clock import now_iso
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
-from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, ShutdownRequest, TaskAssignment, parse_body
+from ipc.schemas import (
+    LEAD_NAME,
+    IdleNotification,
+    InboxMessage,
+    ModeSetRequest,
+    ShutdownRequest,
+    TaskAssignment,
+    parse_body,
+)
 from ipc.task_rules import claim_prompt
 
 log = logging.getLogger("agentteams.agent")
@@ -123,6 +131,12 @@ class AgentLoop(AgentRunner):
                     taken=time.time_ns(),
                 )
             body = parse_body(message.text)
+            if isinstance(body, ModeSetRequest) and message.from_ == LEAD_NAME:
+                log.info(
+                    "%s: permission mode %s -> %s", self.spec.agent_name, self.ctx.permission_mode, body.mode
+                )
+                self.ctx.permission_mode = body.mode  # no turn: it holds from the next one
+                continue
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info(
                     "%s: ignoring stale %s (before this incarnation)", self.spec.agent_name, body.request_id

@@ -38,6 +38,7 @@ _UPDATABLE = {
     "prompt",
     "color",
     "plan_mode_required",
+    "permission_mode",
     "tmux_pane_id",
     "cwd",
     "subscriptions",
@@ -192,6 +193,7 @@ class TeamConfigStore:
         backend_type: str = BACKEND_TYPE,
         host: str = "",
         rename: bool = True,
+        permission_mode: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
@@ -223,6 +225,7 @@ class TeamConfigStore:
                 backend_type=backend_type,
                 is_active=False,
                 host=host or UNSET,
+                permission_mode=permission_mode or UNSET,
             )
             config.members.append(member)
             return member

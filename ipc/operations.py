@@ -216,6 +216,18 @@ class MemberRef(Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
 
 
+class SetMode(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Set a teammate's permission mode: at once if it runs, and when it is started again."""
+
+    name: str
+    mode: Annotated[str, Meta(description="default, acceptEdits, bypassPermissions, plan or dontAsk")]
+
+
+class ModeSet(Struct, kw_only=True):
+    name: str
+    mode: str
+
+
 class Push(Struct, kw_only=True, forbid_unknown_fields=True):
     """An in-memory message a running teammate takes before anything else (not kept on disk)."""
 

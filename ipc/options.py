@@ -58,5 +58,6 @@ class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agent_type: str = "general-purpose"
     model: str = "inherit"
     parent_model: str = ""  # what ``inherit`` means: the parent's own model
-    permission_mode: str = ""
+    permission_mode: str = ""  # forced on it (a planning or bypassing parent's), else its definition's
+    parent_permission_mode: str = ""  # the parent's mode now: what a definition without one gets
     background: bool = False

@@ -69,6 +69,9 @@ class SendMessageInput(_Input):
     request_id: str | None = None
     approve: bool = False
     permission_mode: str | None = None  # plan_approval_response: the mode the approved teammate gets
+    always: Annotated[
+        bool, Meta(description="permission_response: also apply the request's suggestions (stop asking)")
+    ] = False
     to: str | None = None
     message: str | dict[str, Any] | None = None
 

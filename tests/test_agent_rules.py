@@ -15,9 +15,12 @@ from agentproc.permissions import ModePolicy, apply_updates
 from agentproc.runner import AgentRunner
 from agentproc.tools import ToolBox
 from ipc import agents
-from ipc.launch import LaunchSpec
+from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.options import SubagentOptions
 from ipc.permission_rules import Call, Rule, matches
-from ipc.schemas import IdleNotification, PermissionRequest, parse_body
+from ipc.schemas import IdleNotification, Member, PermissionRequest, TeamConfig, parse_body
+from supervisor import Team
+from supervisor.daemon.specs import TeamContext, subagent_spec
 from tests.fake_anthropic import (
     FakeAnthropic,
     Reply,
@@ -342,3 +345,79 @@ def test_claude_md_files_and_the_team_context_are_in_the_system_prompt(
     assert (
         "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
     )
+
+
+# ---------------------------------------------------------------- 5. modes kept
+
+
+def permission_requests(team: Any) -> list[Any]:
+    return [m for m in team.inbox("team-lead").history() if '"permission_request"' in m.text]
+
+
+def test_a_mode_set_on_a_running_teammate_holds_now_and_after_a_restart(root: Path, tmp_path: Path) -> None:
+    """Outside the cwd, acceptEdits asks; once set to bypassPermissions the teammate runs it
+    unasked, and still does after ``down`` and ``up`` (the mode is kept in the config)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with running_team(root) as team:
+        team.spawn("ada")
+        wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
+        team.set_mode("ada", "bypassPermissions")
+        member = team.config().member("ada")
+        assert member is not None and member.permission_mode == "bypassPermissions"
+        first = team.tasks.create("Write outside", metadata={"command": f"echo 1 > {outside}/one"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(first.id).status == "completed", timeout=30)
+        team.down(grace=2)
+        team.up()
+        second = team.tasks.create("Again", metadata={"command": f"echo 2 > {outside}/two"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(second.id).status == "completed", timeout=30)
+        assert (outside / "two").read_text() == "2\n" and not permission_requests(team)
+
+
+def test_a_mode_spawned_with_is_kept_by_up(root: Path, tmp_path: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("ada", permission_mode="dontAsk")
+        wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
+        team.down(grace=2)
+        team.up()
+        task = team.tasks.create("Read outside", metadata={"command": f"ls {tmp_path}"})
+        team.wake("*")
+        # dontAsk denies what would ask, so the task fails at once instead of asking.
+        wait_for(lambda: "dontAsk" in str(team.tasks.get(task.id).metadata), timeout=30)
+        assert not permission_requests(team)
+
+
+def test_teammates_a_lead_spawns_inherit_its_mode(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    team = Team.create("t", root=root, cwd=str(root))
+    goal = f"Teammates: 1\n1. Write outside: `echo x > {outside}/f`\n"
+    result = team.lead(goal, permission_mode="bypassPermissions", timeout=60)
+    assert result.stopped_by == "done", result
+    assert (outside / "f").read_text() == "x\n"
+    assert not permission_requests(team)  # the worker ran it in the lead's bypassPermissions
+
+
+def test_a_subagents_own_definition_mode_wins_over_its_parents(tmp_path: Path) -> None:
+    define(tmp_path, "planner", "permissionMode: plan")
+    context = TeamContext("t", tmp_path, "s", SupervisorOptions(), 1)
+    config = TeamConfig(
+        name="t", members=[Member(agent_id="team-lead@t", name="team-lead", cwd=str(tmp_path))]
+    )
+
+    def mode(agent_type: str, forced: str = "") -> str:
+        options = SubagentOptions(
+            parent="team-lead",
+            prompt="p",
+            agent_type=agent_type,
+            model="offline",
+            permission_mode=forced,
+            parent_permission_mode="acceptEdits",
+        )
+        return subagent_spec(context, config, options, None).permission_mode
+
+    assert mode("planner") == "plan"  # its definition's, not the parent's acceptEdits
+    assert mode("general-purpose") == "acceptEdits"  # no mode of its own: the parent's
+    assert mode("planner", forced="bypassPermissions") == "bypassPermissions"  # a bypassing parent's

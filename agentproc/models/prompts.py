@@ -55,7 +55,8 @@ def _lead(spec: LaunchSpec) -> list[str]:
         "Teammates' messages arrive as your turns, wrapped in <teammate-message> tags, and so do events: a "
         "teammate going idle, a plan approval request (answer with SendMessage type 'plan_approval_response', its "
         "recipient and request_id, approve true, or false with your feedback in 'content'), a permission request "
-        "(answer with SendMessage type 'permission_response', recipient, request_id, approve), a teammate that "
+        "(answer with SendMessage type 'permission_response', recipient, request_id, approve, and always=true to "
+        "let calls like it run from then on), a teammate that "
         "has terminated. Check TaskList as reports arrive.",
         "When all tasks are completed (or cannot be), send each teammate a SendMessage of type 'shutdown_request', "
         "wait until each has shut down, call TeamDelete, and end with your final answer to the user: what was "

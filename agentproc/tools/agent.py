@@ -46,6 +46,8 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             raise ToolFailure(
                 f"the team already has a teammate named {name!r}: message it with SendMessage, or give another name"
             )
+        if not permission_mode and not plan_required and ctx.permission_mode != "plan":
+            permission_mode = ctx.permission_mode  # Claude Code's teammates inherit the lead's mode
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -71,6 +73,8 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
     background = args.run_in_background
     if ctx.plan_mode or ctx.permission_mode == "plan":
         permission_mode = "plan"  # a helper of a planning agent plans too: read-only
+    elif ctx.permission_mode == "bypassPermissions":
+        permission_mode = "bypassPermissions"  # as Claude Code: a definition cannot narrow it
     started = subagents.start(
         ctx,
         SubagentOptions(
@@ -80,7 +84,8 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             agent_type=agent_type,
             model=model or "inherit",
             parent_model=ctx.spec.model,
-            permission_mode=permission_mode or ctx.permission_mode,
+            permission_mode=permission_mode,
+            parent_permission_mode=ctx.permission_mode,
             background=background,
         ),
     )

@@ -154,6 +154,16 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mode(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    try:
+        changed = ops.set_mode(team, io.SetMode(name=args.name, mode=args.mode))
+    finally:
+        team.close()
+    emit(args, changed, f"{changed.name} is now in {changed.mode} mode")
+    return 0
+
+
 def cmd_restart(args: argparse.Namespace) -> int:
     reply = ops.restart_teammate(open_team(args), io.MemberRef(name=args.name))
     emit(args, reply, f"restarted {reply.name} (pid {reply.pid})")
@@ -392,6 +402,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "spawn": cmd_spawn,
     "restart": cmd_restart,
+    "mode": cmd_mode,
     "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,

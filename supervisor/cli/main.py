@@ -24,6 +24,8 @@ from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
 
+MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
+
 LEAD_HELP = """\
 the goal, for the offline lead (the default model): numbered steps, one per line, each
 with its blockers and a command (both optional), and how many teammates:
@@ -146,10 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the team even if the lead made it and all went well"
     )
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
+    lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
     chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
+    chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat.add_argument(
         "--allow-pipe",
         action="store_true",
@@ -206,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("team")
     budget.add_argument("--teammate", default=None, help="set this teammate's budget, not the team's")
     _budget_arguments(budget, "the team (or --teammate)")
+    mode = cmd(sub, "mode", "set a teammate's permission mode (now, and when it is started again)")
+    mode.add_argument("team")
+    mode.add_argument("name")
+    mode.add_argument("mode", choices=PERMISSION_MODES)
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")

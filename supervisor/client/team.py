@@ -163,6 +163,11 @@ class Team(TeamHandle):
         )
         return _plain(operations.answer_request(self, args))
 
+    def set_mode(self, name: str, mode: str) -> None:
+        """Set a teammate's permission mode: it takes it before its next turn, and keeps it
+        when started again."""
+        operations.set_mode(self, io.SetMode(name=name, mode=mode))
+
     def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
         args = io.AnswerRequest(request_id=request_id, approve=False, feedback=feedback)
         return _plain(operations.answer_request(self, args))
@@ -205,13 +210,22 @@ class Team(TeamHandle):
         timeout: float | None = None,
         verbose: bool = False,
         keep: bool = True,
+        permission_mode: str = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
-        every task completed (``result.kept`` says)."""
+        every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
+        the teammates it spawns inherit."""
         run = LeadRun(
-            self, prompt, model=model, timeout=timeout, interactive=False, verbose=verbose, owns_team=not keep
+            self,
+            prompt,
+            model=model,
+            timeout=timeout,
+            interactive=False,
+            verbose=verbose,
+            owns_team=not keep,
+            permission_mode=permission_mode,
         )
         return run.wait()
 

@@ -86,8 +86,8 @@ def check_spawn(
 def subagent_spec(
     ctx: TeamContext, config: TeamConfig, options: SubagentOptions, parent: LaunchSpec | None
 ) -> LaunchSpec:
-    """A subagent of ``parent`` (None: the lead agent), with its parent's cwd, color and
-    permission mode unless asked otherwise; for model ``inherit``, its definition's model or
+    """A subagent of ``parent`` (None: the lead agent), with its parent's cwd and color; its
+    definition's permission mode, else its parent's (a planning or bypassing parent's wins); for model ``inherit``, its definition's model or
     else its parent's."""
     check_permission_mode(options.permission_mode)
     lead = config.member("team-lead")
@@ -110,7 +110,11 @@ def subagent_spec(
         agent_type=options.agent_type,
         model=model,
         cwd=cwd,
-        permission_mode=options.permission_mode or (parent.permission_mode if parent is not None else ""),
+        # Claude Code: a forced mode, else the definition's permissionMode, else the parent's.
+        permission_mode=options.permission_mode
+        or definition.permission_mode
+        or options.parent_permission_mode
+        or (parent.permission_mode if parent is not None else ""),
         role="subagent",
         parent=options.parent,
         subagent_id=sub_id,

@@ -159,7 +159,7 @@ class Supervisor:
             if released:
                 log.info("resume: released %s's tasks %s", member.name, released)
             try:
-                self._launch(teammate_spec(self.context, member, permission_mode=""))
+                self._launch(teammate_spec(self.context, member, permission_mode=member.mode_name))
             except AgentTeamsError as exc:
                 log.error("cannot resume %s: %s", member.name, exc.message)
 
@@ -308,6 +308,7 @@ class Supervisor:
             backend_type=options.backend,
             host=self.state.host,
             rename=options.rename,
+            permission_mode=options.permission_mode,
         )
         mailbox = self.state.mailbox(member.name)
         if options.prompt:
