@@ -10,7 +10,6 @@ from ipc.claude_md import claude_md_context
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
-from ipc.paths import TeamPaths
 
 
 def _teammate(spec: LaunchSpec) -> list[str]:
@@ -68,7 +67,7 @@ def _lead(spec: LaunchSpec) -> list[str]:
 def team_context(spec: LaunchSpec) -> str:
     """The team as a teammate is told of it: its name, its members when the agent started,
     and where the config and task list are (for the current roster and tasks)."""
-    paths = TeamPaths(spec.root, spec.team_name)
+    paths = spec.team_paths()
     try:
         config = TeamConfigStore(spec.root, spec.team_name).read()
         members = ", ".join(
