@@ -125,9 +125,7 @@ class ClaudeTeammate:
         env = claude_code.environment(self.spec, dict(os.environ))
         extra: list[str] = []
         if self._wants_socket(env):
-            self.socket = socket_path(
-                self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m"
-            )
+            self.socket = socket_path(self.spec.team_paths().runtime_dir(), self.spec.agent_name, "m")
             self.socket.unlink(missing_ok=True)
             extra = claude_code.socket_flags(self.socket)
             locks.note_claude_root(Path(self.spec.root))
