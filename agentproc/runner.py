@@ -16,6 +16,7 @@ from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
 from agentproc.transcript import Transcript
 from ipc import claude_settings
 from ipc.agents import resolve as resolve_agent_type
+from ipc.definition_context import memory_dir
 from ipc.launch import LaunchSpec
 
 log = logging.getLogger("agentteams.agent")
@@ -53,12 +54,19 @@ class AgentRunner:
         self.ctx.rules.add("deny", definition.denied)
         self.ctx.scopes = definition.scopes
         self.ctx.directories = [self.ctx.resolve(d) for d in settings.directories]
+        memory = memory_dir(definition, self.ctx.cwd)
+        if memory is not None:  # its own memory is read and written without asking
+            memory.mkdir(parents=True, exist_ok=True)
+            self.ctx.directories.append(memory.resolve())
         self.ctx.plan_mode = spec.plan_mode_required
         self.transcript = _transcript(self.ctx, spec)
         self.ctx.transcript = self.transcript
         self.tools: ToolBox = toolbox_for(self.ctx, definition, policy, extra=list(extra))
         model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
         self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+        # initialPrompt goes before the first turn of a conversation (not of a restart's).
+        fresh = definition.initial_prompt and not self.transcript.messages()
+        self.initial_prompt = definition.initial_prompt if fresh else ""
 
     @property
     def name(self) -> str:
@@ -72,6 +80,9 @@ class AgentRunner:
         """The model's turn on ``turn``, its input recorded first (the model records its own
         replies). An exception from the model ends the turn as failed, with the error as
         its reason, so the runner reports it as it reports any failed turn."""
+        if self.initial_prompt:
+            turn = dataclasses.replace(turn, text=f"{self.initial_prompt}\n\n{turn.text}")
+            self.initial_prompt = ""
         self.transcript.append("user", turn.text)
         try:
             return self.model.run_turn(turn, self.tools)

@@ -2,8 +2,9 @@
 
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
 ``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
-every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``; the body is
-the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
+every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``, ``background``,
+``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks`` (and ``effort``,
+``mcpServers``, read but not applied); the body is the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
 is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
 are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
 definition that would widen what an agent may do by being misread is refused.
@@ -41,6 +42,7 @@ WORK_TOOLS = (
     "TaskStop",
 )
 READ_ONLY_WORK = ("Read", "Glob", "Grep")
+MEMORY_SCOPES = ("user", "project", "local")
 BUILTIN: dict[str, tuple[str, ...]] = {
     "general-purpose": WORK_TOOLS,
     "Explore": READ_ONLY_WORK,
@@ -61,6 +63,14 @@ class AgentDefinition:
     prompt: str = ""
     max_turns: int | None = None
     permission_mode: str | None = None
+    background: bool = False  # a subagent of this type always runs in the background
+    color: str | None = None  # a teammate of this type gets this color
+    initial_prompt: str = ""  # put before the agent's first turn
+    memory: str | None = None  # "user", "project" or "local": its memory directory's scope
+    skills: tuple[str, ...] = ()  # skills whose SKILL.md is part of its system prompt
+    hooks: dict[str, Any] = field(default_factory=dict, compare=False)  # its own hooks, as settings'
+    effort: str | None = None  # read, not sent (see the README)
+    mcp_servers: tuple[Any, ...] = ()  # read, not started (see the README)
     source: str = field(default="builtin", compare=False)
 
 
@@ -128,6 +138,17 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         raise ValueError("'maxTurns' must be a positive whole number")
     tools, scopes = tool_spec(meta.get("tools"))
     withheld, denied = disallowed_spec(meta.get("disallowedTools"))
+    background = meta.get("background", False)
+    if not isinstance(background, bool):
+        raise ValueError("'background' must be true or false")
+    memory = meta.get("memory")
+    if memory is not None and memory not in MEMORY_SCOPES:
+        raise ValueError(f"'memory' must be one of {', '.join(MEMORY_SCOPES)}")
+    hooks = meta.get("hooks") or {}
+    if not isinstance(hooks, dict):
+        raise ValueError("'hooks' must be a mapping of hook events to lists, as in settings.json")
+    mcp = meta.get("mcpServers") or []
+    effort = meta.get("effort")
     return AgentDefinition(
         name=name,
         description=str(meta.get("description") or ""),
@@ -139,6 +160,18 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         prompt=str(meta.get("prompt") or body.strip()),
         max_turns=max_turns,
         permission_mode=str(meta["permissionMode"]) if meta.get("permissionMode") else None,
+        background=background,
+        color=str(meta["color"]) if meta.get("color") else None,
+        initial_prompt=str(meta.get("initialPrompt") or ""),
+        memory=memory,
+        skills=tuple(_entries(meta.get("skills") or [], "skills")),
+        hooks=hooks,
+        effort=str(effort) if effort is not None else None,
+        mcp_servers=tuple(mcp)
+        if isinstance(mcp, list)
+        else tuple(mcp.items())
+        if isinstance(mcp, dict)
+        else (),
         source=source,
     )
 
@@ -148,11 +181,11 @@ def definition_dirs(cwd: Path) -> tuple[Path, Path]:
 
 
 def load_definitions(cwd: Path) -> dict[str, AgentDefinition]:
-    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins).
-    A file that is not a definition is logged and skipped."""
+    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins),
+    subfolders included. A file that is not a definition is logged and skipped."""
     found: dict[str, AgentDefinition] = {}
     for folder in definition_dirs(cwd):
-        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
             try:
                 definition = parse_definition(path.read_text(), str(path))
             except (OSError, ValueError) as exc:

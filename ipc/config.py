@@ -194,6 +194,7 @@ class TeamConfigStore:
         host: str = "",
         rename: bool = True,
         permission_mode: str = "",
+        color: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
@@ -216,7 +217,7 @@ class TeamConfigStore:
                 agent_type=agent_type,
                 model=model,
                 prompt=prompt,
-                color=color_for(self._next_join_index(config)),
+                color=color or color_for(self._next_join_index(config)),
                 plan_mode_required=plan_mode_required,
                 joined_at=now_ms(),
                 tmux_pane_id="",

@@ -421,3 +421,51 @@ def test_a_subagents_own_definition_mode_wins_over_its_parents(tmp_path: Path) -
     assert mode("planner") == "plan"  # its definition's, not the parent's acceptEdits
     assert mode("general-purpose") == "acceptEdits"  # no mode of its own: the parent's
     assert mode("planner", forced="bypassPermissions") == "bypassPermissions"  # a bypassing parent's
+
+
+# ---------------------------------------------------------------- 6. agent definitions read whole
+
+
+def test_a_definition_is_read_whole(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """color, initialPrompt, memory and skills shape the teammate; background: true makes its
+    subagent asynchronous although the call did not ask."""
+    define(
+        root,
+        "scribe",
+        "color: purple\ninitialPrompt: Check your memory first.\nmemory: project\nskills: [release-notes]",
+    )
+    define(root, "watcher", "background: true\nmodel: offline")
+    memory = root / ".claude" / "agent-memory" / "scribe"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("The changelog lives in CHANGES.md.")
+    skill = root / ".claude" / "skills" / "release-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("Write release notes as bullet points.")
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        ids = tool_result_ids(request)
+        if ids == ["spawn"]:
+            return tool_uses(("done", "TaskUpdate", {"taskId": "1", "status": "completed"}))
+        if ids:
+            return text("Finished.")
+        if "Start with task #1" in last_user_text(request):
+            agent = {"description": "watch", "prompt": "watch the build", "subagent_type": "watcher"}
+            return tool_uses(("spawn", "Agent", agent))
+        return text("Ready.")
+
+    with FakeAnthropic(script) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        with running_team(root) as team:
+            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="scribe")
+            member = team.config().member("ada")
+            assert member is not None and member.color == "purple"
+            task = team.tasks.create("Watch the build")
+            team.wake("*")
+            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+            after = next(r for r in api.requests if tool_result_ids(r) == ["spawn"])
+    first = api.requests[0]
+    assert text_of(first["messages"][0]["content"]).startswith("Check your memory first.\n\n")
+    system = text_of(first["system"])
+    assert str(memory) in system and "The changelog lives in CHANGES.md." in system
+    assert "Write release notes as bullet points." in system
+    assert json.loads(after["messages"][-1]["content"][0]["content"])["status"] == "async_launched"

@@ -8,6 +8,7 @@ from pathlib import Path
 from ipc.agents import AgentDefinition
 from ipc.claude_md import claude_md_context
 from ipc.config import TeamConfigStore
+from ipc.definition_context import memory_context, skills_context
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 
@@ -84,13 +85,13 @@ def team_context(spec: LaunchSpec) -> str:
 
 def system_prompt(spec: LaunchSpec, definition: AgentDefinition) -> str:
     """The role's prompt, the agent definition's, the team context (a subagent is not a
-    member) and the CLAUDE.md files of the working directory, as Claude Code gives them."""
+    member), the definition's memory and skills, and the CLAUDE.md files of the working
+    directory, as Claude Code gives them."""
     parts = {"lead": _lead, "subagent": _subagent}.get(spec.role, _teammate)(spec)
     if definition.prompt:
         parts.append(definition.prompt)
+    cwd = Path(spec.cwd)
     if spec.role != "subagent":
         parts.append(team_context(spec))
-    memory = claude_md_context(Path(spec.cwd))
-    if memory:
-        parts.append(memory)
-    return "\n\n".join(parts)
+    parts += [memory_context(definition, cwd), skills_context(definition, cwd), claude_md_context(cwd)]
+    return "\n\n".join(p for p in parts if p)

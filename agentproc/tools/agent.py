@@ -12,6 +12,7 @@ from agentproc import subagents
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
+from ipc.agents import resolve as resolve_agent_type
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.replies import SpawnReply
 from ipc.subagents import read as read_result
@@ -70,7 +71,8 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
                 "message": f"{reply.name} has joined the team and is working on its prompt.",
             }
         )
-    background = args.run_in_background
+    # Either the call or the agent's definition (background: true) makes it asynchronous.
+    background = args.run_in_background or resolve_agent_type(agent_type, ctx.cwd).background
     if ctx.plan_mode or ctx.permission_mode == "plan":
         permission_mode = "plan"  # a helper of a planning agent plans too: read-only
     elif ctx.permission_mode == "bypassPermissions":

@@ -106,7 +106,7 @@ def subagent_spec(
     return ctx.base(
         agent_id=agent_id(sub_id, ctx.team),
         agent_name=sub_id,
-        agent_color=parent.agent_color if parent is not None else "blue",
+        agent_color=definition.color or (parent.agent_color if parent is not None else "blue"),
         agent_type=options.agent_type,
         model=model,
         cwd=cwd,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipc import control, locks, memtrace, subagents
+from ipc.agents import resolve as resolve_agent_type
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.clock import now_ms
@@ -309,6 +310,7 @@ class Supervisor:
             host=self.state.host,
             rename=options.rename,
             permission_mode=options.permission_mode,
+            color=resolve_agent_type(options.agent_type, Path(cwd)).color or "",  # its definition's
         )
         mailbox = self.state.mailbox(member.name)
         if options.prompt:
