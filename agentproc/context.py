@@ -36,6 +36,7 @@ class AgentContext:
     rules: RuleSet = field(default_factory=RuleSet)  # settings files', then the session's
     scopes: tuple[Rule, ...] = ()  # the agent definition's Tool(specifier) entries
     directories: list[Path] = field(default_factory=list)  # working directories beside cwd
+    hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> matcher groups
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported

@@ -187,7 +187,7 @@ class AgentLoop(AgentRunner):
             )
             self.idle_blocks = 0
             return False
-        self.user_queue.append(f"[TeammateIdle hook] {outcome.feedback}")
+        self.user_queue.append(outcome.feedback)
         return True
 
     def go_idle(self, outcome: TurnOutcome) -> None:

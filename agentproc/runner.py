@@ -9,6 +9,7 @@ import logging
 import os
 from typing import Any
 
+from agentproc import hooks
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
@@ -53,6 +54,7 @@ class AgentRunner:
         self.ctx.rules = settings.rules
         self.ctx.rules.add("deny", definition.denied)
         self.ctx.scopes = definition.scopes
+        self.ctx.hooks = hooks.merged(settings.hooks, definition.hooks, subagent=spec.role == "subagent")
         self.ctx.directories = [self.ctx.resolve(d) for d in settings.directories]
         memory = memory_dir(definition, self.ctx.cwd)
         if memory is not None:  # its own memory is read and written without asking

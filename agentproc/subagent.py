@@ -9,6 +9,7 @@ one of its own to ask (Claude Code denies a background subagent's requests the s
 
 from __future__ import annotations
 
+from agentproc import hooks
 from agentproc.channel import Channel
 from agentproc.models import Model, Turn
 from agentproc.permissions import NoAskPolicy
@@ -19,6 +20,7 @@ from ipc.schemas import LEAD_NAME
 from ipc.wake import LEAD_AGENT
 
 DELEGATION = ("Agent", "TaskOutput", "TaskStop")
+MAX_STOP_BLOCKS = 5  # then it ends anyway, as a teammate goes idle after as many TeammateIdle blocks
 
 
 class SubagentRun(AgentRunner):
@@ -29,9 +31,23 @@ class SubagentRun(AgentRunner):
     def run(self) -> int:
         self.hello()
         record = subagents.read(self.ctx.paths, self.name)
-        turn = Turn(kind="user", text=record.prompt, sender=self.spec.parent, content=record.prompt)
+        about = {"agent_id": self.name, "agent_type": self.spec.agent_type}
+        started = hooks.run(self.ctx, "SubagentStart", about)  # what it adds, the subagent is told
+        prompt = f"{record.prompt}\n\n{started.context}" if started.context else record.prompt
+        turn = Turn(kind="user", text=prompt, sender=self.spec.parent, content=record.prompt)
         self.ctx.channel.state("running")
         outcome = self.take_turn(turn)  # a failed turn ends this subagent as failed, told to its parent
+        for again in range(MAX_STOP_BLOCKS):  # SubagentStop exit 2: it goes on, told why
+            if outcome.failure_reason:
+                break
+            stop = hooks.run(
+                self.ctx,
+                "SubagentStop",
+                {**about, "stop_hook_active": again > 0, "last_assistant_message": outcome.final_text},
+            )
+            if not stop.blocked:
+                break
+            outcome = self.take_turn(Turn(kind="user", text=stop.feedback, content=stop.feedback))
         if outcome.failure_reason:
             subagents.finish(self.ctx.paths, self.name, "failed", error=outcome.failure_reason)
         else:

@@ -103,7 +103,7 @@ def _task_create(ctx: AgentContext, args: TaskCreateInput) -> str:
         ctx, "TaskCreated", {"task_subject": args.subject, "task_description": args.description}
     )
     if outcome.blocked:
-        raise ToolFailure(f"a TaskCreated hook refused the task: {outcome.feedback}")
+        raise ToolFailure(f"{outcome.feedback} (the task was not created)")
     task = ctx.tasks.create(
         args.subject,
         args.description,
@@ -146,7 +146,7 @@ def _task_update(ctx: AgentContext, args: TaskUpdateInput) -> str:
             {"task_id": task_id, "task_subject": current.subject, "task_description": current.description},
         )
         if outcome.blocked:
-            raise ToolFailure(f"a TaskCompleted hook kept task #{task_id} open: {outcome.feedback}")
+            raise ToolFailure(f"{outcome.feedback} (task #{task_id} was not completed: it stays open)")
     ctx.tasks.change(
         task_id,
         status=args.status,
