@@ -37,6 +37,8 @@ class AgentContext:
     scopes: tuple[Rule, ...] = ()  # the agent definition's Tool(specifier) entries
     directories: list[Path] = field(default_factory=list)  # working directories beside cwd
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> matcher groups
+    tool_use_id: str = ""  # the call a tool is running for (the Agent tool records it)
+    tool_uses: int = 0  # tool calls run, this process
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported

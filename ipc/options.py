@@ -60,4 +60,7 @@ class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     parent_model: str = ""  # what ``inherit`` means: the parent's own model
     permission_mode: str = ""  # forced on it (a planning or bypassing parent's), else its definition's
     parent_permission_mode: str = ""  # the parent's mode now: what a definition without one gets
+    resume: str = ""  # the id of an ended subagent of the parent's to continue from its sidechain
+    name: str = ""  # what its parent calls it (SendMessage finds it by it)
+    tool_use_id: str = ""  # the parent's Agent call
     background: bool = False

@@ -160,9 +160,10 @@ class TeamDeleteInput(_Input):
 
 
 class AgentInput(_Input):
-    """Start an agent. With 'name' (team lead only): spawn a teammate that joins the team and shares its
-    task list. Without: run a subagent for one task; its final answer is the result, or with
-    run_in_background the result arrives later as a <task-notification>."""
+    """Start an agent. With 'name', the team lead spawns a teammate that joins the team and shares its
+    task list. Otherwise: run a subagent for one task (a teammate's 'name' names the subagent, for
+    SendMessage); its final answer is the result, or with run_in_background the result arrives later as a
+    <task-notification>. 'resume' continues an ended subagent."""
 
     description: Annotated[str, Meta(description="A short (3-5 word) description of the task")]
     prompt: Annotated[str, Meta(min_length=1, description="The task for the agent to perform")]
@@ -176,6 +177,10 @@ class AgentInput(_Input):
     team_name: str | None = None
     mode: AgentMode | None = None
     run_in_background: bool = False
+    resume: Annotated[
+        str | None,
+        Meta(description="An ended subagent's agentId: it goes on from where it stopped, with this prompt"),
+    ] = None
 
 
 class TaskOutputInput(_Input):

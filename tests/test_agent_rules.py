@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from agentproc import hooks
 from agentproc.channel import PollChannel
 from agentproc.permissions import ModePolicy, apply_updates
 from agentproc.runner import AgentRunner
@@ -132,23 +131,6 @@ def test_rule_matching() -> None:
     assert matches(Rule.parse("Read(//etc/*)"), Call("Grep", paths=("/etc/hosts",)), cwd, every=True)
     assert matches(Rule.parse("Agent(Explore)"), Call("Agent", names="Explore"), cwd, every=True)
     assert Rule.parse("Task(Plan)") == Rule("Agent", "Plan")
-
-
-def test_a_star_definition_reaches_the_model_with_every_tool(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """End to end: the real SDK is offered every tool of a ``tools: "*"`` definition."""
-    define(root, "any", 'tools: "*"')
-
-    def script(request: dict[str, Any], n: int) -> Reply:
-        return text("Ready.")
-
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="any")
-            first = wait_for(lambda: api.requests[0] if api.requests else None, timeout=30)
-            assert {t["name"] for t in first["tools"]} >= ALL_WORK
 
 
 # ---------------------------------------------------------------- 4. permission rules that stick
@@ -313,41 +295,6 @@ def test_a_definitions_max_turns_is_the_cap(root: Path, monkeypatch: pytest.Monk
             assert team.tasks.get(task.id).status != "completed"
 
 
-# ---------------------------------------------------------------- 3. CLAUDE.md and the team context
-
-
-def test_claude_md_files_and_the_team_context_are_in_the_system_prompt(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    user = Path.home() / ".claude"
-    user.mkdir()
-    (user / "CLAUDE.md").write_text("Always answer in English.\n@~/.claude/style.md\n")
-    (user / "style.md").write_text("Prefer short sentences.")
-    (root / "CLAUDE.md").write_text("Run the tests with make test.")
-    (root / ".claude").mkdir()
-    (root / ".claude" / "CLAUDE.md").write_text("Never edit generated files.")
-    (root / "CLAUDE.local.md").write_text("My sandbox URL is local.")
-    with FakeAnthropic(lambda request, n: text("Ready.")) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
-            first = wait_for(lambda: api.requests[0] if api.requests else None, timeout=30)
-    system = text_of(first["system"])
-    order = [
-        "Always answer in English.",
-        "Prefer short sentences.",
-        "Run the tests with make test.",
-        "Never edit generated files.",
-        "My sandbox URL is local.",
-    ]
-    assert [system.index(s) for s in order] == sorted(system.index(s) for s in order)
-    assert f"Contents of {root / 'CLAUDE.md'} (project instructions, checked into the codebase)" in system
-    assert "(user's private global instructions for all projects)" in system
-    assert (
-        "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
-    )
-
-
 # ---------------------------------------------------------------- 5. modes kept
 
 
@@ -427,14 +374,26 @@ def test_a_subagents_own_definition_mode_wins_over_its_parents(tmp_path: Path) -
 # ---------------------------------------------------------------- 6. agent definitions read whole
 
 
-def test_a_definition_is_read_whole(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """color, initialPrompt, memory and skills shape the teammate; background: true makes its
-    subagent asynchronous although the call did not ask."""
+def test_a_definition_is_read_whole_with_claude_md_and_the_team_context(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end with the real SDK: ``tools: "*"`` offers every tool; color, initialPrompt,
+    memory and skills shape the teammate; background: true makes its subagent asynchronous
+    although the call did not ask; the CLAUDE.md files (user, project, local, an import) and
+    the team context are in the system prompt, as Claude Code words them."""
     define(
         root,
         "scribe",
-        "color: purple\ninitialPrompt: Check your memory first.\nmemory: project\nskills: [release-notes]",
+        'tools: "*"\ncolor: purple\ninitialPrompt: Check your memory first.\nmemory: project\n'
+        "skills: [release-notes]",
     )
+    user = Path.home() / ".claude"
+    user.mkdir()
+    (user / "CLAUDE.md").write_text("Always answer in English.\n@~/.claude/style.md\n")
+    (user / "style.md").write_text("Prefer short sentences.")
+    (root / "CLAUDE.md").write_text("Run the tests with make test.")
+    (root / ".claude" / "CLAUDE.md").write_text("Never edit generated files.")
+    (root / "CLAUDE.local.md").write_text("My sandbox URL is local.")
     define(root, "watcher", "background: true\nmodel: offline")
     memory = root / ".claude" / "agent-memory" / "scribe"
     memory.mkdir(parents=True)
@@ -470,86 +429,17 @@ def test_a_definition_is_read_whole(root: Path, monkeypatch: pytest.MonkeyPatch)
     assert str(memory) in system and "The changelog lives in CHANGES.md." in system
     assert "Write release notes as bullet points." in system
     assert json.loads(after["messages"][-1]["content"][0]["content"])["status"] == "async_launched"
-
-
-# ---------------------------------------------------------------- 7. hooks
-
-
-def test_hooks_come_from_every_settings_file_in_claude_codes_words(tmp_path: Path) -> None:
-    hook = {"hooks": [{"type": "command", "command": "echo 'tests are missing' >&2; exit 2"}]}
-    settings(Path.home() / ".claude" / "settings.json", {"hooks": {"TaskCompleted": [hook]}})
-    start = {"hooks": [{"type": "command", "command": "echo 'context from the hook'"}], "matcher": "Explore"}
-    settings(tmp_path / ".claude" / "settings.local.json", {"hooks": {"SubagentStart": [start]}})
-    ctx = runner(tmp_path).ctx
-    blocked = hooks.run(ctx, "TaskCompleted", {"task_id": "1"})
-    assert blocked.blocked and blocked.feedback == "TaskCompleted hook feedback: tests are missing"
-    assert hooks.run(ctx, "SubagentStart", {"agent_type": "Explore"}).context == "context from the hook"
-    assert hooks.run(ctx, "SubagentStart", {"agent_type": "Plan"}).context == ""  # the matcher
-
-
-def test_a_prompt_hook_asks_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hook = {"type": "prompt", "prompt": "Do the tests pass? $ARGUMENTS"}
-    settings(tmp_path / ".claude" / "settings.json", {"hooks": {"TaskCompleted": [{"hooks": [hook]}]}})
-    answers = iter(['{"ok": false, "reason": "the tests fail"}', 'Sure. {"ok": true}'])
-    with FakeAnthropic(lambda request, n: text(next(answers))) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        ctx = runner(tmp_path).ctx
-        first = hooks.run(ctx, "TaskCompleted", {"task_id": "7"})
-        assert first.blocked and first.feedback == "TaskCompleted hook feedback: the tests fail"
-        assert not hooks.run(ctx, "TaskCompleted", {"task_id": "7"}).blocked
-    asked = api.requests[0]
-    assert asked["model"] == "claude-haiku-4-5" and '"task_id": "7"' in last_user_text(asked)
-
-
-def test_definition_hooks_subagent_start_and_stop_and_an_agent_hook(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A subagent's definition hooks: SubagentStart's output is in its prompt, its Stop hook
-    (SubagentStop) sends it back once. A TaskCompleted agent hook's subagent keeps the task
-    open once, in Claude Code's words."""
-    stop = "n=$(cat stop-count 2>/dev/null || echo 0); echo $((n+1)) > stop-count; [ $n -ge 1 ] || { echo 'add a summary' >&2; exit 2; }"
-    front = {
-        "SubagentStart": [{"hooks": [{"type": "command", "command": "echo 'The build is green.'"}]}],
-        "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
-    }
-    define(root, "checker", "hooks: " + json.dumps(front))
-    agent_hook = {"type": "agent", "prompt": "Is the changelog written?"}
-    settings(root / ".claude" / "settings.json", {"hooks": {"TaskCompleted": [{"hooks": [agent_hook]}]}})
-    verdicts = iter(['{"ok": false, "reason": "write the changelog"}', '{"ok": true}'])
-
-    def script(request: dict[str, Any], n: int) -> Reply:
-        said = last_user_text(request)
-        if "You are a subagent" in text_of(request["system"]):
-            if "Answer with JSON only" in text_of(request["messages"][0]["content"]):
-                return text(next(verdicts))
-            return text(
-                "Summary: all good." if "SubagentStop hook feedback: add a summary" in said else "Checked."
-            )
-        ids = tool_result_ids(request)
-        if ids == ["sub"]:
-            return tool_uses(("done1", "TaskUpdate", {"taskId": "1", "status": "completed"}))
-        if ids == ["done1"]:
-            return tool_uses(("done2", "TaskUpdate", {"taskId": "1", "status": "completed"}))
-        if ids:
-            return text("Finished.")
-        if "Start with task #1" in said:
-            return tool_uses(
-                ("sub", "Agent", {"description": "check", "prompt": "check it", "subagent_type": "checker"})
-            )
-        return text("Ready.")
-
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
-            task = team.tasks.create("Check and finish")
-            team.wake("*")
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
-    results = {r["messages"][-1]["content"][0]["tool_use_id"]: r for r in api.requests if tool_result_ids(r)}
-    assert results["sub"]["messages"][-1]["content"][0]["content"] == "Summary: all good."
-    refused = results["done1"]["messages"][-1]["content"][0]
+    assert {t["name"] for t in first["tools"]} >= ALL_WORK
+    order = [
+        "Always answer in English.",
+        "Prefer short sentences.",
+        "Run the tests with make test.",
+        "Never edit generated files.",
+        "My sandbox URL is local.",
+    ]
+    assert [system.index(s) for s in order] == sorted(system.index(s) for s in order)
+    assert f"Contents of {root / 'CLAUDE.md'} (project instructions, checked into the codebase)" in system
+    assert "(user's private global instructions for all projects)" in system
     assert (
-        refused.get("is_error") and "TaskCompleted hook feedback: write the changelog" in refused["content"]
+        "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
     )
-    checker_first = next(r for r in api.requests if "check it" in text_of(r["messages"][0]["content"]))
-    assert "The build is green." in text_of(checker_first["messages"][0]["content"])

@@ -201,6 +201,8 @@ class ToolBox:
             approved, updated, reason = self.policy.ask(self.ctx, tool, tool_use_id, args, decision)
             if not approved:
                 return ToolResult(f"Permission denied by the lead: {reason}. The tool did not run.", True)
+        self.ctx.tool_use_id = tool_use_id
+        self.ctx.tool_uses += 1
         try:
             if updated != args:
                 typed = tool.decode(updated)  # the lead changed the input

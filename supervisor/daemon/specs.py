@@ -102,7 +102,7 @@ def subagent_spec(
         else:
             model = options.parent_model or (parent.model if parent is not None else "") or "offline"
     check_model(model)
-    sub_id = f"sub-{secrets.token_hex(4)}"
+    sub_id = options.resume or f"sub-{secrets.token_hex(4)}"
     return ctx.base(
         agent_id=agent_id(sub_id, ctx.team),
         agent_name=sub_id,
