@@ -19,6 +19,7 @@ from ipc import claude_settings
 from ipc.agents import resolve as resolve_agent_type
 from ipc.definition_context import memory_dir
 from ipc.launch import LaunchSpec
+from ipc.permission_rules import parse_tool_list
 
 log = logging.getLogger("agentteams.agent")
 
@@ -40,6 +41,9 @@ class AgentRunner:
         self.spec = spec
         self.ctx = AgentContext(spec=spec, channel=channel)
         definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
+        allowed = parse_tool_list(spec.allowed_tools, "--allowed-tools")
+        disallowed = parse_tool_list(spec.disallowed_tools, "--disallowed-tools")
+        withheld = (*withheld, *(r.tool for r in disallowed if r.specifier is None))
         if withheld:
             definition = dataclasses.replace(
                 definition, disallowed_tools=(*definition.disallowed_tools, *withheld)
@@ -52,7 +56,8 @@ class AgentRunner:
             spec.permission_mode or definition.permission_mode or settings.default_mode or "acceptEdits"
         )
         self.ctx.rules = settings.rules
-        self.ctx.rules.add("deny", definition.denied)
+        self.ctx.rules.add("deny", [*definition.denied, *(r for r in disallowed if r.specifier)])
+        self.ctx.rules.add("allow", allowed)
         self.ctx.scopes = definition.scopes
         self.ctx.hooks = hooks.merged(settings.hooks, definition.hooks, subagent=spec.role == "subagent")
         self.ctx.directories = [self.ctx.resolve(d) for d in settings.directories]

@@ -195,6 +195,8 @@ class TeamConfigStore:
         rename: bool = True,
         permission_mode: str = "",
         color: str = "",
+        allowed_tools: str = "",
+        disallowed_tools: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
@@ -227,6 +229,8 @@ class TeamConfigStore:
                 is_active=False,
                 host=host or UNSET,
                 permission_mode=permission_mode or UNSET,
+                allowed_tools=allowed_tools or UNSET,
+                disallowed_tools=disallowed_tools or UNSET,
             )
             config.members.append(member)
             return member

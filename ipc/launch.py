@@ -61,6 +61,8 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     subagent_id: str = ""
     backend: Backend = "process"  # claude-code: this process runs the real `claude` CLI
     claude_peers: str = ""  # a Claude Code config dir whose sessions may list and message this agent
+    allowed_tools: str = ""  # Claude Code's --allowedTools: allow rules
+    disallowed_tools: str = ""  # Claude Code's --disallowedTools: tools withheld, deny rules
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",

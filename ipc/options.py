@@ -10,6 +10,7 @@ import msgspec
 from ipc.errors import InvalidInput
 from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
+from ipc.permission_rules import parse_tool_list
 
 Backend = Literal["process", "claude-code"]
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
@@ -34,6 +35,10 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backend: Backend = "process"
     host: str = ""  # the host to run it on, in a team on the engine ("": this one)
     rename: bool = False  # a taken name gets -2, -3… instead of being refused
+    # Claude Code's --allowedTools / --disallowedTools ("Bash(git:*) Edit"): allow rules;
+    # tools withheld (bare names) and deny rules (patterns).
+    allowed_tools: str = ""
+    disallowed_tools: str = ""
 
     def checked(self) -> TeammateOptions:
         """These options with the name normalised; InvalidInput (nothing written) if any
@@ -41,6 +46,14 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
+        for flag, value in (
+            ("allowed_tools", self.allowed_tools),
+            ("disallowed_tools", self.disallowed_tools),
+        ):
+            try:
+                parse_tool_list(value, flag)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
         backend = "claude-code" if self.model.startswith("claude-code") else self.backend
         if backend == "claude-code" and claude_code_model(self.model) is None:
             raise InvalidInput(

@@ -193,6 +193,13 @@ class RuleSet:
         return next((r for r in getattr(self, behavior) if matches(r, call, cwd, every=every)), None)
 
 
+def parse_tool_list(text: str, where: str) -> list[Rule]:
+    """Claude Code's ``--allowedTools "Bash(git:*) Edit,Read"``: rules separated by commas or
+    spaces outside parentheses; ValueError naming ``where`` and the bad entry."""
+    entries = re.findall(r"[^\s,(]+(?:\([^)]*\))?", text)
+    return parse_rules(entries, where)
+
+
 def parse_rules(values: Sequence[object], where: str) -> list[Rule]:
     """Rules from a list of strings; ValueError naming ``where`` and the bad entry."""
     rules = []

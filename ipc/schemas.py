@@ -45,6 +45,8 @@ class Member(Struct, rename="camel", kw_only=True):
     host: str | UnsetType = UNSET  # the host it runs on, in a team on the engine
     # agentteams': the mode it was spawned with (or last set to), so that a restart keeps it
     permission_mode: str | UnsetType = UNSET
+    allowed_tools: str | UnsetType = UNSET  # agentteams': its --allowed-tools, kept for restarts
+    disallowed_tools: str | UnsetType = UNSET
 
     @property
     def mode_name(self) -> str:

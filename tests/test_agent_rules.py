@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from agentproc.channel import PollChannel
 from agentproc.permissions import ModePolicy, apply_updates
 from agentproc.runner import AgentRunner
 from agentproc.tools import ToolBox
-from ipc import agents
+from ipc import agents, claude_code
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.options import SubagentOptions
 from ipc.permission_rules import Call, Rule, matches
@@ -443,3 +444,30 @@ def test_a_definition_is_read_whole_with_claude_md_and_the_team_context(
     assert (
         "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
     )
+
+
+# ---------------------------------------------------------------- 9. smaller
+
+
+def test_a_teammates_own_allowed_and_disallowed_tools(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("ada", allowed_tools="Bash(cat:*) Read", disallowed_tools="Write,Bash(touch:*)")
+        member = team.config().member("ada")
+        assert member is not None and member.allowed_tools == "Bash(cat:*) Read"
+        read = team.tasks.create("Read outside", metadata={"command": "cat /etc/hostname > host.txt"})
+        touch = team.tasks.create("Touch", metadata={"command": "touch made"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(read.id).status == "completed", timeout=30)
+        wait_for(lambda: "Bash(touch:*) denies" in str(team.tasks.get(touch.id).metadata), timeout=30)
+        assert not permission_requests(team) and not (root / "made").exists()
+
+
+def test_claude_code_teammates_get_claude_codes_environment_and_tool_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = runner(tmp_path).spec
+    spec = msgspec.structs.replace(spec, allowed_tools="Bash(git:*)", disallowed_tools="Write")
+    assert claude_code.environment(spec, {})["CLAUDECODE"] == "1"
+    (tmp_path / "claude").write_text("")
+    monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(tmp_path / "claude"))
+    assert claude_code.argv(spec)[-4:] == ["--allowedTools", "Bash(git:*)", "--disallowedTools", "Write"]

@@ -132,6 +132,8 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         backend=args.backend,
         host=args.host,
         rename=args.rename,
+        allowed_tools=args.allowed_tools,
+        disallowed_tools=args.disallowed_tools,
     ).checked()
     team.store.read()  # NotFound, and then NotRunning, before a budget is written
     team.require_up_for(options.host)

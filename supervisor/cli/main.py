@@ -201,6 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     spawn.add_argument("--backend", choices=("process", "claude-code"), default="process")
     spawn.add_argument("--host", default="", help="the host to run it on, in a team on the engine")
     spawn.add_argument("--rename", action="store_true", help="if the name is taken, use NAME-2, NAME-3…")
+    spawn.add_argument(
+        "--allowed-tools", default="", help="Claude Code's rules it may use unasked, e.g. 'Bash(git:*) Edit'"
+    )
+    spawn.add_argument(
+        "--disallowed-tools",
+        default="",
+        help="tools it does without, and rules it is denied, e.g. 'Write Bash(rm:*)'",
+    )
     _budget_arguments(spawn, "this teammate")
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
     usage.add_argument("team")

@@ -80,10 +80,13 @@ class Team(TeamHandle):
         timeout: float = 30.0,
         host: str = "",
         rename: bool = False,
+        allowed_tools: str = "",
+        disallowed_tools: str = "",
     ) -> str:
         """Start a teammate; returns its name. A taken name is refused (Conflict), or with
         ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
-        engine (default: this one)."""
+        engine (default: this one). ``allowed_tools`` / ``disallowed_tools``: Claude Code's
+        ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``)."""
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -95,6 +98,8 @@ class Team(TeamHandle):
             backend=backend,
             host=host,
             rename=rename,
+            allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools,
         )
         return self.start_teammate(options, timeout=timeout).name
 

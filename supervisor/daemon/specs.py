@@ -52,6 +52,8 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         model=member.model_name or "offline",
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
+        allowed_tools=member.allowed_tools if isinstance(member.allowed_tools, str) else "",
+        disallowed_tools=member.disallowed_tools if isinstance(member.disallowed_tools, str) else "",
         cwd=member.cwd or str(Path.cwd()),
         backend="claude-code" if member.backend_type == "claude-code" else "process",
     )

@@ -311,6 +311,8 @@ class Supervisor:
             rename=options.rename,
             permission_mode=options.permission_mode,
             color=resolve_agent_type(options.agent_type, Path(cwd)).color or "",  # its definition's
+            allowed_tools=options.allowed_tools,
+            disallowed_tools=options.disallowed_tools,
         )
         mailbox = self.state.mailbox(member.name)
         if options.prompt:
