@@ -13,6 +13,7 @@ makes it risky), never from its name:
 - ``default``: as acceptEdits, and every writing or executing tool always asks.
 - ``dontAsk``: whatever would ask is denied without asking.
 - ``plan`` (and plan mode before approval): read-only tools only.
+- ``delegate`` (a lead's): coordination tools only; its teammates do the work.
 Coordination tools (SendMessage, task tools, ExitPlanMode) never ask (a deny rule still holds).
 An approval's ``permission_updates`` (addRules, replaceRules, removeRules, addDirectories,
 removeDirectories, setMode) hold for the rest of the agent's life.
@@ -83,6 +84,8 @@ class ModePolicy:
     command, or (in ``default``) any write or exec asks; ``dontAsk`` denies what would ask."""
 
     def offered(self, ctx: AgentContext, tools: list[Tool[Any]]) -> list[Tool[Any]]:
+        if ctx.permission_mode == "delegate":
+            return [t for t in tools if t.kind == "coordination"]
         if ctx.plan_mode or ctx.permission_mode == "plan":
             return [t for t in tools if t.kind in ("coordination", "read")]
         return tools
@@ -97,13 +100,18 @@ class ModePolicy:
             return Decision("deny", f"the permission rule {denied} denies this {tool.name} call")
         if tool.kind == "coordination":
             return Decision("allow")
-        if ctx.plan_mode or ctx.permission_mode == "plan":
-            if tool.kind == "read":
-                return Decision("allow")
+        if ctx.permission_mode == "delegate":
             return Decision(
-                "deny",
-                f"{tool.name} is not allowed in plan mode, which is read-only until the plan is approved (call ExitPlanMode)",
+                "deny", f"in delegate mode the lead only coordinates: a teammate runs {tool.name}"
             )
+        if ctx.plan_mode or ctx.permission_mode == "plan":
+            if tool.kind != "read":
+                return Decision(
+                    "deny",
+                    f"{tool.name} is not allowed in plan mode, which is read-only until the plan is approved (call ExitPlanMode)",
+                )
+            if not tool.risky(args):
+                return Decision("allow")  # a read that reaches further (the network) asks, below
         asked = ctx.rules.first("ask", call, ctx.cwd)
         outside = tuple(outside_paths(ctx, tool, args))
         if asked is not None:

@@ -36,12 +36,14 @@ WORK_TOOLS = (
     "Edit",
     "Glob",
     "Grep",
+    "WebFetch",
+    "EnterPlanMode",
     "ExitPlanMode",
     "Agent",
     "TaskOutput",
     "TaskStop",
 )
-READ_ONLY_WORK = ("Read", "Glob", "Grep")
+READ_ONLY_WORK = ("Read", "Glob", "Grep", "WebFetch")
 MEMORY_SCOPES = ("user", "project", "local")
 BUILTIN: dict[str, tuple[str, ...]] = {
     "general-purpose": WORK_TOOLS,

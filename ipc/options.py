@@ -13,7 +13,15 @@ from ipc.paths import normalise_agent_name
 from ipc.permission_rules import parse_tool_list
 
 Backend = Literal["process", "claude-code"]
-PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
+# delegate: Claude Code's lead that coordinates only (its teammates do the work).
+PERMISSION_MODES: tuple[str, ...] = (
+    "default",
+    "acceptEdits",
+    "bypassPermissions",
+    "plan",
+    "dontAsk",
+    "delegate",
+)
 
 
 def check_permission_mode(mode: str) -> str:

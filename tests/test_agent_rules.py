@@ -4,7 +4,9 @@ dangerous commands that ask."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -442,7 +444,9 @@ def test_a_definition_is_read_whole_with_claude_md_and_the_team_context(
     assert f"Contents of {root / 'CLAUDE.md'} (project instructions, checked into the codebase)" in system
     assert "(user's private global instructions for all projects)" in system
     assert (
-        "Team name: t" in system and "ada" in system and str(root / "teams" / "t" / "config.json") in system
+        "Team: t. Members when you started: team-lead" in system
+        and "ada" in system
+        and str(root / "teams" / "t" / "config.json") in system
     )
 
 
@@ -471,3 +475,73 @@ def test_claude_code_teammates_get_claude_codes_environment_and_tool_flags(
     (tmp_path / "claude").write_text("")
     monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(tmp_path / "claude"))
     assert claude_code.argv(spec)[-4:] == ["--allowedTools", "Bash(git:*)", "--disallowedTools", "Write"]
+
+
+def test_enter_plan_mode_and_a_delegating_lead(tmp_path: Path) -> None:
+    tools = box(tmp_path)
+    assert "entered plan mode" in tools.call("EnterPlanMode", {}).content.lower()
+    denied = tools.call("Write", {"file_path": "x.txt", "content": "x"})
+    assert denied.is_error and "plan mode" in denied.content and not (tmp_path / "x.txt").exists()
+    lead = box(tmp_path, mode="delegate")
+    assert {s["name"] for s in lead.schemas()} == {
+        "SendMessage",
+        "TaskCreate",
+        "TaskGet",
+        "TaskUpdate",
+        "TaskList",
+    } | {
+        "EnterPlanMode",
+        "ExitPlanMode",
+        "Agent",
+        "TaskOutput",
+        "TaskStop",
+    }
+    refused = lead.call("Bash", {"command": "touch y"})
+    assert refused.is_error and "delegate mode" in refused.content and not (tmp_path / "y").exists()
+
+
+def test_web_fetch_asks_by_domain_and_fails_clearly_without_a_network(tmp_path: Path) -> None:
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b"<html><script>x()</script><h1>Release 1.2</h1><p>Fixed the parser.</p></html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/notes"
+    try:
+        settings(
+            tmp_path / ".claude" / "settings.json", {"permissions": {"allow": ["WebFetch(domain:127.0.0.1)"]}}
+        )
+        tools = box(tmp_path, "Explore")
+        fetched = tools.call("WebFetch", {"url": url, "prompt": "the release"})
+        assert not fetched.is_error and "Release 1.2\nFixed the parser." in fetched.content
+        assert "x()" not in fetched.content
+        other = tools.policy.decide(tools.ctx, tools.tools["WebFetch"], {"url": "http://example.invalid/"})
+        assert other.action == "ask"  # another domain is not covered by the rule
+    finally:
+        server.shutdown()
+        server.server_close()
+    gone = tools.call("WebFetch", {"url": url})  # nothing listens there any more
+    assert gone.is_error and "WebFetch could not reach" in gone.content
+
+
+def test_bash_in_the_background_with_task_output_and_task_stop(tmp_path: Path) -> None:
+    tools = box(tmp_path)
+    started = json.loads(
+        tools.call("Bash", {"command": "echo one; echo two", "run_in_background": True}).content
+    )
+    done = json.loads(tools.call("TaskOutput", {"task_id": started["backgroundTaskId"]}).content)
+    assert done["status"] == "completed" and done["output"] == "one\ntwo\n"
+    slow = json.loads(tools.call("Bash", {"command": "echo go; sleep 60", "run_in_background": True}).content)
+    peek = json.loads(tools.call("TaskOutput", {"task_id": slow["backgroundTaskId"], "block": False}).content)
+    assert peek["status"] == "running"
+    stopped = json.loads(tools.call("TaskStop", {"task_id": slow["backgroundTaskId"]}).content)
+    assert stopped["status"] == "failed" and stopped["exit_code"] == -9 and not tools.ctx.tool_groups

@@ -77,9 +77,8 @@ def team_context(spec: LaunchSpec) -> str:
     except AgentTeamsError:
         members = "(the config could not be read)"
     return (
-        f"# Team context\nTeam name: {spec.team_name}\nYou are: {spec.agent_name} (agent id {spec.agent_id})\n"
-        f"Members when you started: {members}\nTeam config (the current members): {paths.config}\n"
-        f"Task list: {paths.tasks_dir}"
+        f"# Team context\nTeam: {spec.team_name}. Members when you started: {members}.\n"
+        f"Current members: {paths.config}. Tasks: {paths.tasks_dir}."
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agentproc import subagents
 from agentproc.context import AgentContext
+from agentproc.tools import shells
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
 from ipc.agents import resolve as resolve_agent_type
@@ -111,7 +112,7 @@ def _teammate(ctx: AgentContext, args: AgentInput) -> str:
         raise ToolFailure(
             f"the team already has a teammate named {name!r}: message it with SendMessage, or give another name"
         )
-    if not permission_mode and not plan_required and ctx.permission_mode != "plan":
+    if not permission_mode and not plan_required and ctx.permission_mode not in ("plan", "delegate"):
         permission_mode = ctx.permission_mode  # Claude Code's teammates inherit the lead's mode
     options = TeammateOptions(
         name=name,
@@ -144,6 +145,8 @@ AGENT = Tool("Agent", AgentInput, _agent, kind="coordination", subject=_agent_ty
 
 def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:
     task_id, block, timeout_ms = args.task_id, args.block, args.timeout
+    if task_id.startswith(shells.PREFIX):
+        return as_json(shells.output(ctx, task_id, block, timeout_ms / 1000))
     if read_result(ctx.paths, task_id).parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")
     result = subagents.wait(ctx, task_id, timeout_ms / 1000) if block else read_result(ctx.paths, task_id)
@@ -156,6 +159,8 @@ def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:
 
 def _task_stop(ctx: AgentContext, args: TaskStopInput) -> str:
     task_id = args.task_id
+    if task_id.startswith(shells.PREFIX):
+        return as_json(shells.stop(ctx, task_id))
     result = read_result(ctx.paths, task_id)
     if result.parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")

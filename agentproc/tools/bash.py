@@ -17,7 +17,8 @@ import subprocess
 from dataclasses import dataclass
 
 from agentproc.context import AgentContext
-from agentproc.tools.base import Tool, ToolFailure
+from agentproc.tools import shells
+from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc.permission_rules import subcommands
 from ipc.tool_inputs import BashInput
 
@@ -135,6 +136,8 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
 
 
 def _bash(ctx: AgentContext, args: BashInput) -> str:
+    if args.run_in_background:
+        return as_json(shells.start(ctx, args.command))
     outcome = run_command(ctx, args.command, args.timeout / 1000)
     if outcome.exit_code != 0:
         raise ToolFailure(f"Exit code {outcome.exit_code}\n{outcome.output}")

@@ -84,8 +84,10 @@ class LeadRun:
         self.owns_team = owns_team
         self.started_supervisor = not team.is_up()
         if self.started_supervisor:
-            # An approved plan hands a teammate the lead's mode (a planning lead's: default).
-            handed = "default" if permission_mode == "plan" else permission_mode or "acceptEdits"
+            # An approved plan hands a teammate the lead's mode (a planning or delegating
+            # lead's: default, as Claude Code maps them).
+            planning = permission_mode in ("plan", "delegate")
+            handed = "default" if planning else permission_mode or "acceptEdits"
             team.up(lead_permission_mode=handed)
         else:
             lead = team.status().lead_pid
