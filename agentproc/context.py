@@ -17,7 +17,6 @@ from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
     from agentproc.channel import Channel
-    from agentproc.tools.shells import Shell
     from agentproc.transcript import Transcript
 
 
@@ -40,7 +39,7 @@ class AgentContext:
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> matcher groups
     tool_use_id: str = ""  # the call a tool is running for (the Agent tool records it)
     tool_uses: int = 0  # tool calls run, this process
-    shells: dict[str, Shell] = field(default_factory=dict)  # background Bash commands by id
+    shells: dict[str, Any] = field(default_factory=dict)  # background Bash (tools.bash.Shell) by id
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported

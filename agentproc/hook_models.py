@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ from agentproc import subagents
 from agentproc.context import AgentContext
 from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from ipc.errors import AgentTeamsError
+from ipc.model_specs import resolve_model
 from ipc.options import SubagentOptions
 
 log = logging.getLogger("agentteams.hooks")
@@ -65,9 +67,11 @@ def ask(
     return (not ok), reason or f"the {event} hook's condition does not hold", ""
 
 
-def _ask_model(ctx: AgentContext, hook: dict[str, Any], question: str) -> str:
-    from agentproc.hooks import hook_model
+def hook_model(hook: dict[str, Any]) -> str:
+    return resolve_model(str(hook.get("model") or os.environ.get("AGENTTEAMS_HOOK_MODEL") or "haiku"))
 
+
+def _ask_model(ctx: AgentContext, hook: dict[str, Any], question: str) -> str:
     spec = ctx.spec
     usage_name = spec.agent_name if spec.role != "subagent" else f"{spec.parent}.{spec.subagent_id}"
     api = ApiCaller(ctx.paths, usage_name, hook_model(hook))

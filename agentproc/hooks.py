@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentproc.context import AgentContext
-from ipc.model_specs import resolve_model
 
 log = logging.getLogger("agentteams.hooks")
 HOOK_TYPES = ("command", "prompt", "agent")
@@ -147,7 +146,3 @@ def _command(ctx: AgentContext, event: str, hook: dict[str, Any], data: str) -> 
             return True, str(answer.get("reason") or f"the {event} hook blocked this"), str(added)
         return False, "", str(added)
     return False, "", out if event == "SubagentStart" else ""
-
-
-def hook_model(hook: dict[str, Any]) -> str:
-    return resolve_model(str(hook.get("model") or os.environ.get("AGENTTEAMS_HOOK_MODEL") or "haiku"))

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from agentproc.context import AgentContext
-from agentproc.tools import shells
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc.permission_rules import subcommands
 from ipc.tool_inputs import BashInput
@@ -135,9 +137,44 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
     return BashOutcome(exit_code=proc.returncode, output=cap(text), timed_out=timed_out)
 
 
+PREFIX = "bash-"  # a background shell's id; a subagent's starts with "sub-"
+
+
+@dataclass
+class Shell:
+    command: str
+    proc: subprocess.Popen[bytes]
+    output: Path
+
+
+def start_background(ctx: AgentContext, command: str) -> dict[str, Any]:
+    """The command on in its own process group, its output into a file; it dies with the
+    agent (its group is one of the agent's tool groups)."""
+    shell_id = f"{PREFIX}{secrets.token_hex(4)}"
+    folder = ctx.paths.team_dir / "shells"
+    folder.mkdir(parents=True, exist_ok=True)
+    output = folder / f"{shell_id}.out"
+    with open(output, "wb") as out:
+        proc = subprocess.Popen(
+            ["/bin/bash", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ctx.cwd,
+            process_group=0,
+        )
+    ctx.tool_groups.add(proc.pid)
+    ctx.shells[shell_id] = Shell(command, proc, output)
+    return {
+        "backgroundTaskId": shell_id,
+        "outputFile": str(output),
+        "message": f"Command running in the background with ID: {shell_id}. Read its output with TaskOutput.",
+    }
+
+
 def _bash(ctx: AgentContext, args: BashInput) -> str:
     if args.run_in_background:
-        return as_json(shells.start(ctx, args.command))
+        return as_json(start_background(ctx, args.command))
     outcome = run_command(ctx, args.command, args.timeout / 1000)
     if outcome.exit_code != 0:
         raise ToolFailure(f"Exit code {outcome.exit_code}\n{outcome.output}")

@@ -1,65 +1,30 @@
-"""Bash with ``run_in_background``, as Claude Code runs it: the command goes on in its own
-process group, its output into a file; ``TaskOutput`` reads it (waiting for the end if
-asked) and ``TaskStop`` kills the group. The shells die with the agent (their groups are
-the agent's tool groups)."""
+"""Background shells (Bash with ``run_in_background``, started in :mod:`agentproc.tools.bash`)
+as Claude Code reads and stops them: ``TaskOutput`` reads one's output (waiting for its end
+if asked), ``TaskStop`` kills its process group."""
 
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import ToolFailure
+from agentproc.tools.bash import PREFIX, Shell, cap
 
-PREFIX = "bash-"  # a background shell's id; a subagent's starts with "sub-"
-
-
-@dataclass
-class Shell:
-    command: str
-    proc: subprocess.Popen[bytes]
-    output: Path
-
-
-def start(ctx: AgentContext, command: str) -> dict[str, Any]:
-    shell_id = f"{PREFIX}{secrets.token_hex(4)}"
-    folder = ctx.paths.team_dir / "shells"
-    folder.mkdir(parents=True, exist_ok=True)
-    output = folder / f"{shell_id}.out"
-    with open(output, "wb") as out:
-        proc = subprocess.Popen(
-            ["/bin/bash", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ctx.cwd,
-            process_group=0,
-        )
-    ctx.tool_groups.add(proc.pid)
-    ctx.shells[shell_id] = Shell(command, proc, output)
-    return {
-        "backgroundTaskId": shell_id,
-        "outputFile": str(output),
-        "message": f"Command running in the background with ID: {shell_id}. Read its output with TaskOutput.",
-    }
+__all__ = ["PREFIX", "output", "stop"]
 
 
 def _shell(ctx: AgentContext, shell_id: str) -> Shell:
-    shell = ctx.shells.get(shell_id)
+    shell: Shell | None = ctx.shells.get(shell_id)
     if shell is None:
         raise ToolFailure(f"{shell_id} is not a background shell of {ctx.name}")
     return shell
 
 
 def _state(ctx: AgentContext, shell_id: str, shell: Shell) -> dict[str, Any]:
-    from agentproc.tools.bash import cap
-
     code = shell.proc.poll()
     if code is not None:
         ctx.tool_groups.discard(shell.proc.pid)
