@@ -33,7 +33,7 @@ from tests.fake_anthropic import (
     tool_result_ids,
     tool_uses,
 )
-from tests.runtime_helpers import running_team, wait_for
+from tests.runtime_helpers import cli, running_team, wait_for
 
 ALL_WORK = {
     "Bash",
@@ -327,10 +327,12 @@ def test_a_mode_set_on_a_running_teammate_holds_now_and_after_a_restart(root: Pa
         assert (outside / "two").read_text() == "2\n" and not permission_requests(team)
 
 
-def test_a_mode_spawned_with_is_kept_by_up(root: Path, tmp_path: Path) -> None:
+def test_a_mode_set_from_the_command_line_is_kept_by_up(root: Path, tmp_path: Path) -> None:
     with running_team(root) as team:
-        team.spawn("ada", permission_mode="dontAsk")
+        team.spawn("ada", permission_mode="default")
         wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
+        assert "ada is now in dontAsk mode" in cli(root, "mode", "t", "ada", "dontAsk").stdout
+        assert "bypassPermissions" in cli(root, "mode", "t", "ada", "nope", ok=False).stderr
         team.down(grace=2)
         team.up()
         task = team.tasks.create("Read outside", metadata={"command": f"ls {tmp_path}"})
@@ -455,9 +457,15 @@ def test_a_definition_is_read_whole_with_claude_md_and_the_team_context(
 
 def test_a_teammates_own_allowed_and_disallowed_tools(root: Path) -> None:
     with running_team(root) as team:
-        team.spawn("ada", allowed_tools="Bash(cat:*) Read", disallowed_tools="Write,Bash(touch:*)")
+        team.spawn(
+            "ada",
+            permission_mode="dontAsk",
+            allowed_tools="Bash(cat:*) Read",
+            disallowed_tools="Write,Bash(touch:*)",
+        )
         member = team.config().member("ada")
         assert member is not None and member.allowed_tools == "Bash(cat:*) Read"
+        assert member.permission_mode == "dontAsk"  # what up and a restart start it with
         read = team.tasks.create("Read outside", metadata={"command": "cat /etc/hostname > host.txt"})
         touch = team.tasks.create("Touch", metadata={"command": "touch made"})
         team.wake("*")
