@@ -16,7 +16,8 @@ makes it risky), never from its name:
 - ``delegate`` (a lead's): coordination tools only; its teammates do the work.
 Coordination tools (SendMessage, task tools, ExitPlanMode) never ask (a deny rule still holds).
 An approval's ``permission_updates`` (addRules, replaceRules, removeRules, addDirectories,
-removeDirectories, setMode) hold for the rest of the agent's life.
+removeDirectories, setMode) hold for the rest of the agent's life; added rules and
+directories bound for a settings file are written into it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from agentproc.context import AgentContext
 from agentproc.replies import wait_for_reply
 from agentproc.tools.base import Decision, Tool
+from ipc import claude_settings
 from ipc.paths import permission_request_id
 from ipc.permission_rules import BEHAVIORS, Call, Rule, matches, subcommands
 from ipc.schemas import LEAD_NAME, PermissionGrant, PermissionRequest, PermissionResponse, parse_body
@@ -178,18 +180,23 @@ def suggestions(
         prefixes = list(dict.fromkeys(" ".join(p.split()[:2]) if len(p.split()) > 1 else p for p in parts))
         rules = [{"toolName": tool.name, "ruleContent": f"{p}:*"} for p in prefixes if p]
         if rules:
-            found.append({"type": "addRules", "rules": rules, "behavior": "allow", "destination": "session"})
+            # As Claude Code's "don't ask again for this command in this project".
+            found.append(
+                {"type": "addRules", "rules": rules, "behavior": "allow", "destination": "localSettings"}
+            )
     elif tool.kind == "write" and ctx.permission_mode == "default" and not known:
         found.append({"type": "setMode", "mode": "acceptEdits", "destination": "session"})
     return found
 
 
 def apply_updates(ctx: AgentContext, updates: list[dict[str, Any]]) -> None:
-    """An approval's ``permission_updates``, for the rest of this agent's life (a settings
-    file named as their destination is not written: they hold for the session)."""
+    """An approval's ``permission_updates``, for the rest of this agent's life; rules and
+    directories whose ``destination`` is a settings file (``localSettings``...) are also
+    written into it, so that they hold for every agent started after."""
     for update in updates:
         kind = update.get("type")
         behavior = update.get("behavior", "allow")
+        target = claude_settings.destination_file(str(update.get("destination", "session")), ctx.cwd)
         if kind in ("addRules", "replaceRules", "removeRules") and behavior in BEHAVIORS:
             rules = [
                 Rule(str(r["toolName"]), r.get("ruleContent") or None)
@@ -199,10 +206,20 @@ def apply_updates(ctx: AgentContext, updates: list[dict[str, Any]]) -> None:
             if kind == "replaceRules":
                 setattr(ctx.rules, behavior, [])
             (ctx.rules.remove if kind == "removeRules" else ctx.rules.add)(behavior, rules)
+            if kind == "addRules" and target is not None:
+                lock = ctx.paths.team_dir / "settings.lock"
+                claude_settings.add_permissions(
+                    target, lock, rules={behavior: [str(r) for r in rules]}, directories=[]
+                )
         elif kind in ("addDirectories", "removeDirectories"):
             dirs = [ctx.resolve(d) for d in update.get("directories", []) if isinstance(d, str)]
             if kind == "addDirectories":
                 ctx.directories += [d for d in dirs if d not in ctx.directories]
+                if target is not None:
+                    lock = ctx.paths.team_dir / "settings.lock"
+                    claude_settings.add_permissions(
+                        target, lock, rules={}, directories=[str(d) for d in dirs]
+                    )
             else:
                 ctx.directories = [d for d in ctx.directories if d not in dirs]
         elif kind == "setMode" and isinstance(update.get("mode"), str):

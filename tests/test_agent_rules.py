@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from agentproc.channel import PollChannel
-from agentproc.permissions import ModePolicy, apply_updates
+from agentproc.permissions import ModePolicy, apply_updates, suggestions
 from agentproc.runner import AgentRunner
 from agentproc.tools import ToolBox
 from ipc import agents, claude_code
@@ -198,6 +198,34 @@ def test_approval_updates_hold_for_the_rest_of_the_session(tmp_path: Path) -> No
     apply_updates(ctx, [{"type": "setMode", "mode": "dontAsk"}])
     assert ctx.permission_mode == "dontAsk"
     assert decide(ctx, bash, {"command": "sudo true"}).action == "deny"
+
+
+def test_updates_bound_for_a_settings_file_are_written_into_it(tmp_path: Path) -> None:
+    """Claude Code's "don't ask again for this project": the rule lands in
+    .claude/settings.local.json, with what was there kept, and every later agent has it."""
+    local = tmp_path / ".claude" / "settings.local.json"
+    settings(local, {"env": {"KEEP": "1"}, "permissions": {"allow": ["Read"]}})
+    tools = box(tmp_path)
+    asked = tools.policy.decide(tools.ctx, tools.tools["Bash"], {"command": "git push origin main"})
+    suggested = suggestions(tools.ctx, tools.tools["Bash"], {"command": "git push origin main"}, asked)
+    assert suggested == [
+        {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash", "ruleContent": "git push:*"}],
+            "behavior": "allow",
+            "destination": "localSettings",
+        }
+    ]
+    apply_updates(tools.ctx, suggested)
+    assert json.loads(local.read_text()) == {
+        "env": {"KEEP": "1"},
+        "permissions": {"allow": ["Read", "Bash(git push:*)"]},
+    }
+    later = box(tmp_path)
+    assert (
+        later.policy.decide(later.ctx, later.tools["Bash"], {"command": "git push origin dev"}).action
+        == "allow"
+    )
 
 
 def test_an_approval_always_stops_the_same_question_end_to_end(
