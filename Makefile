@@ -11,7 +11,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,engine]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,engine,browser]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,13 +20,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The dashboard in a real headless Chromium: Debian's chromium and its driver, installed
-# here when missing (as root, or through sudo), and Selenium from the `browser` extra.
+# here when missing (as root, or through sudo), and Selenium (the `browser` extra, installed with the rest).
 test-browser: $(STAMP)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; }
-	$(BIN)/python -m pip install --quiet -e '.[browser]'
 	$(BIN)/python -m pytest -q -m browser
+
 test-tmux: $(STAMP)
 	$(BIN)/python -m pytest -q -m tmux
 

@@ -14,6 +14,7 @@ from ipc.cc_peer import SupervisorRoute
 from ipc.cc_registry import mode_class
 from ipc.control import ControlClient
 from ipc.launch import LaunchSpec
+from ipc.permission_rules import Rule, RuleSet
 from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
@@ -34,6 +35,13 @@ class AgentContext:
     # Permission state: the mode can change when a plan is approved.
     permission_mode: str = "acceptEdits"
     plan_mode: bool = False
+    rules: RuleSet = field(default_factory=RuleSet)  # settings files', then the session's
+    scopes: tuple[Rule, ...] = ()  # the agent definition's Tool(specifier) entries
+    directories: list[Path] = field(default_factory=list)  # working directories beside cwd
+    hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> matcher groups
+    tool_use_id: str = ""  # the call a tool is running for (the Agent tool records it)
+    tool_uses: int = 0  # tool calls run, this process
+    shells: dict[str, Any] = field(default_factory=dict)  # background Bash (tools.bash.Shell) by id
     frames: deque[Any] = field(default_factory=deque)  # link frames that arrived mid-turn
     transcript: Transcript | None = None
     background: set[str] = field(default_factory=set)  # background subagents not yet reported

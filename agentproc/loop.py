@@ -33,7 +33,15 @@ from ipc.clock import now_iso
 from ipc.errors import LockTimeout
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
-from ipc.schemas import LEAD_NAME, IdleNotification, InboxMessage, ShutdownRequest, TaskAssignment, parse_body
+from ipc.schemas import (
+    LEAD_NAME,
+    IdleNotification,
+    InboxMessage,
+    ModeSetRequest,
+    ShutdownRequest,
+    TaskAssignment,
+    parse_body,
+)
 from ipc.task_rules import claim_prompt
 
 log = logging.getLogger("agentteams.agent")
@@ -130,6 +138,12 @@ class AgentLoop(AgentRunner):
                     taken=time.time_ns(),
                 )
             body = parse_body(message.text)
+            if isinstance(body, ModeSetRequest) and message.from_ == LEAD_NAME:
+                log.info(
+                    "%s: permission mode %s -> %s", self.spec.agent_name, self.ctx.permission_mode, body.mode
+                )
+                self.ctx.permission_mode = body.mode  # no turn: it holds from the next one
+                continue
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info(
                     "%s: ignoring stale %s (before this incarnation)", self.spec.agent_name, body.request_id
@@ -186,7 +200,7 @@ class AgentLoop(AgentRunner):
             )
             self.idle_blocks = 0
             return False
-        self.user_queue.append(f"[TeammateIdle hook] {outcome.feedback}")
+        self.user_queue.append(outcome.feedback)
         return True
 
     def go_idle(self, outcome: TurnOutcome) -> None:

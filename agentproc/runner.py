@@ -9,14 +9,17 @@ import logging
 import os
 from typing import Any
 
-from agentproc import pane
+from agentproc import hooks, pane
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
 from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
 from agentproc.transcript import Transcript
+from ipc import claude_settings
 from ipc.agents import resolve as resolve_agent_type
+from ipc.definition_context import memory_dir
 from ipc.launch import LaunchSpec
+from ipc.permission_rules import parse_tool_list
 
 log = logging.getLogger("agentteams.agent")
 
@@ -38,13 +41,30 @@ class AgentRunner:
         self.spec = spec
         self.ctx = AgentContext(spec=spec, channel=channel)
         definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
+        allowed = parse_tool_list(spec.allowed_tools, "--allowed-tools")
+        disallowed = parse_tool_list(spec.disallowed_tools, "--disallowed-tools")
+        withheld = (*withheld, *(r.tool for r in disallowed if r.specifier is None))
         if withheld:
             definition = dataclasses.replace(
                 definition, disallowed_tools=(*definition.disallowed_tools, *withheld)
             )
-        # A mode given on the command line wins, then the agent definition's; an agent given
-        # neither accepts edits inside its cwd (see agentproc.permissions).
-        self.ctx.permission_mode = spec.permission_mode or definition.permission_mode or "acceptEdits"
+        # A mode given on the command line wins, then the agent definition's, then the
+        # settings files' defaultMode; an agent given none accepts edits inside its cwd
+        # (see agentproc.permissions).
+        settings = claude_settings.load(self.ctx.cwd)
+        self.ctx.permission_mode = (
+            spec.permission_mode or definition.permission_mode or settings.default_mode or "acceptEdits"
+        )
+        self.ctx.rules = settings.rules
+        self.ctx.rules.add("deny", [*definition.denied, *(r for r in disallowed if r.specifier)])
+        self.ctx.rules.add("allow", allowed)
+        self.ctx.scopes = definition.scopes
+        self.ctx.hooks = hooks.merged(settings.hooks, definition.hooks, subagent=spec.role == "subagent")
+        self.ctx.directories = [self.ctx.resolve(d) for d in settings.directories]
+        memory = memory_dir(definition, self.ctx.cwd)
+        if memory is not None:  # its own memory is read and written without asking
+            memory.mkdir(parents=True, exist_ok=True)
+            self.ctx.directories.append(memory.resolve())
         self.ctx.plan_mode = spec.plan_mode_required
         self.transcript = _transcript(self.ctx, spec)
         self.ctx.transcript = self.transcript
@@ -54,6 +74,9 @@ class AgentRunner:
         if pane.in_pane(spec):
             self.ctx.show = pane.show
             pane.show(f"{spec.agent_name}@{spec.team_name} ({spec.model}) in {spec.cwd}", "●")
+        # initialPrompt goes before the first turn of a conversation (not of a restart's).
+        fresh = definition.initial_prompt and not self.transcript.messages()
+        self.initial_prompt = definition.initial_prompt if fresh else ""
 
     @property
     def name(self) -> str:
@@ -67,6 +90,9 @@ class AgentRunner:
         """The model's turn on ``turn``, its input recorded first (the model records its own
         replies). An exception from the model ends the turn as failed, with the error as
         its reason, so the runner reports it as it reports any failed turn."""
+        if self.initial_prompt:
+            turn = dataclasses.replace(turn, text=f"{self.initial_prompt}\n\n{turn.text}")
+            self.initial_prompt = ""
         self.transcript.append("user", turn.text)
         show = self.ctx.show
         if show is not None:

@@ -10,7 +10,7 @@ import msgspec
 
 from agentproc.context import AgentContext
 from ipc import control, subagents
-from ipc.errors import AgentTeamsError
+from ipc.errors import AgentTeamsError, SupervisorError
 from ipc.options import SubagentOptions
 from ipc.replies import SubagentReply, SubagentResult
 
@@ -75,13 +75,63 @@ def running(ctx: AgentContext) -> list[str]:
 def notification(result: SubagentResult, output_file: str) -> str:
     """Claude Code's ``<task-notification>`` for a background subagent that has ended."""
     summary = f'Agent "{result.description or result.id}" {result.status}'
-    body = result.result if result.status == "completed" else (result.error or result.result)
+    body = (
+        result.result
+        if result.status == "completed"
+        else "\n\n".join(p for p in (result.error, result.result) if p)
+    )
+    tool_use = f"<tool-use-id>{result.tool_use_id}</tool-use-id>\n" if result.tool_use_id else ""
     return (
         "<task-notification>\n"
         f"<task-id>{result.id}</task-id>\n"
+        f"{tool_use}"
         f"<output-file>{output_file}</output-file>\n"
         f"<status>{result.status}</status>\n"
         f"<summary>{summary}</summary>\n"
-        f"<result>{body}</result>\n"
+        f"<result>{body[: subagents.MAX_RESULT_CHARS]}</result>\n"
+        f"{subagents.usage_text(result)}\n"
         "</task-notification>"
     )
+
+
+def deliver(ctx: AgentContext, result: SubagentResult, text: str) -> dict[str, object]:
+    """SendMessage to one of this agent's subagents: queued for its next turn while it runs,
+    else it is resumed from its sidechain in the background (its answer comes as a
+    ``<task-notification>``)."""
+    if subagents.queue(ctx.paths, result.id, text):
+        return {
+            "success": True,
+            "message": f"Queued for {result.name or result.id}'s next turn",
+            "agentId": result.id,
+        }
+    started = start_resumed(ctx, result, text, background=True)
+    return {
+        "success": True,
+        "message": f"{result.name or result.id} resumed in the background",
+        "agentId": started.id,
+    }
+
+
+def start_resumed(
+    ctx: AgentContext, result: SubagentResult, prompt: str, *, background: bool
+) -> SubagentReply:
+    """An ended subagent again, from its sidechain; a subagent still exiting is waited for."""
+    options = SubagentOptions(
+        parent=ctx.name,
+        prompt=prompt,
+        description=result.description,
+        agent_type=result.agent_type,
+        parent_model=ctx.spec.model,
+        parent_permission_mode=ctx.permission_mode,
+        background=background,
+        resume=result.id,
+        tool_use_id=ctx.tool_use_id,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return start(ctx, options)
+        except SupervisorError as exc:
+            if subagents.STILL_ENDING not in exc.message or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

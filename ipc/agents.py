@@ -1,10 +1,13 @@
 """Agent types: the built-in four, and custom definitions from ``.claude/agents/*.md``.
 
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
-``description``, ``tools`` (a comma-separated string or a YAML list), ``disallowedTools``,
-``model``, ``maxTurns``, ``permissionMode``; the body is the prompt. A frontmatter field
-that cannot be read is an error, never "no restriction": a definition that would widen what
-an agent may do by being misread is refused.
+``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
+every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``, ``background``,
+``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks`` (and ``effort``,
+``mcpServers``, read but not applied); the body is the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
+is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
+are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
+definition that would widen what an agent may do by being misread is refused.
 
 Coordination tools (SendMessage and the task tools) are a teammate's whatever its type, as
 Claude Code injects team tools into every teammate; the type restricts the work tools.
@@ -13,6 +16,7 @@ Claude Code injects team tools into every teammate; the type restricts the work 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from typing import Any
 import yaml
 
 from ipc.errors import InvalidInput
+from ipc.permission_rules import Rule
 
 log = logging.getLogger("agentteams.agents")
 
@@ -31,12 +36,15 @@ WORK_TOOLS = (
     "Edit",
     "Glob",
     "Grep",
+    "WebFetch",
+    "EnterPlanMode",
     "ExitPlanMode",
     "Agent",
     "TaskOutput",
     "TaskStop",
 )
-READ_ONLY_WORK = ("Read", "Glob", "Grep")
+READ_ONLY_WORK = ("Read", "Glob", "Grep", "WebFetch")
+MEMORY_SCOPES = ("user", "project", "local")
 BUILTIN: dict[str, tuple[str, ...]] = {
     "general-purpose": WORK_TOOLS,
     "Explore": READ_ONLY_WORK,
@@ -51,21 +59,61 @@ class AgentDefinition:
     description: str = ""
     tools: tuple[str, ...] | None = None  # None: every tool
     disallowed_tools: tuple[str, ...] = ()
+    scopes: tuple[Rule, ...] = ()  # tools offered only for the calls these rules cover
+    denied: tuple[Rule, ...] = ()  # calls denied whatever the mode (disallowedTools patterns)
     model: str | None = None
     prompt: str = ""
     max_turns: int | None = None
     permission_mode: str | None = None
+    background: bool = False  # a subagent of this type always runs in the background
+    color: str | None = None  # a teammate of this type gets this color
+    initial_prompt: str = ""  # put before the agent's first turn
+    memory: str | None = None  # "user", "project" or "local": its memory directory's scope
+    skills: tuple[str, ...] = ()  # skills whose SKILL.md is part of its system prompt
+    hooks: dict[str, Any] = field(default_factory=dict, compare=False)  # its own hooks, as settings'
+    effort: str | None = None  # read, not sent (see the README)
+    mcp_servers: tuple[Any, ...] = ()  # read, not started (see the README)
     source: str = field(default="builtin", compare=False)
 
 
-def _tool_list(value: Any, key: str) -> tuple[str, ...]:
+def _entries(value: Any, key: str) -> list[str]:
     if isinstance(value, str):
-        return tuple(v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip())
+        # Commas inside a rule's parentheses belong to it: "Bash(a, b), Read" is two entries.
+        return [
+            v.strip().strip("'\"") for v in re.split(r",(?![^()]*\))", value.strip().strip("[]")) if v.strip()
+        ]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v.strip() for v in value if v.strip())
+        return [v.strip() for v in value if v.strip()]
     raise ValueError(
         f"'{key}' must be a comma-separated string or a list of tool names, not {type(value).__name__}"
     )
+
+
+def _rules(value: Any, key: str) -> list[Rule]:
+    try:
+        return [Rule.parse(entry) for entry in _entries(value, key)]
+    except ValueError as exc:
+        raise ValueError(f"'{key}': {exc}") from None
+
+
+def tool_spec(value: Any, key: str = "tools") -> tuple[tuple[str, ...] | None, tuple[Rule, ...]]:
+    """(tool names, scopes) of a ``tools`` list: None for every tool (``*``); a tool named
+    only by rules (``Bash(git:*)``) is offered, scoped to what they cover; named bare it is
+    whole."""
+    if value in (None, ""):
+        return None, ()
+    rules = _rules(value, key)
+    if any(r.tool == "*" for r in rules) or (isinstance(value, str) and value.strip() == "*"):
+        return None, ()
+    whole = {r.tool for r in rules if r.specifier is None}
+    names = tuple(dict.fromkeys(r.tool for r in rules))
+    return names, tuple(r for r in rules if r.specifier is not None and r.tool not in whole)
+
+
+def disallowed_spec(value: Any) -> tuple[tuple[str, ...], tuple[Rule, ...]]:
+    """(tools withheld, calls denied) of a ``disallowedTools`` list."""
+    rules = _rules(value or [], "disallowedTools")
+    return tuple(r.tool for r in rules if r.specifier is None), tuple(r for r in rules if r.specifier)
 
 
 def parse_definition(text: str, source: str = "") -> AgentDefinition:
@@ -90,15 +138,42 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
     max_turns = meta.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError("'maxTurns' must be a positive whole number")
+    tools, scopes = tool_spec(meta.get("tools"))
+    withheld, denied = disallowed_spec(meta.get("disallowedTools"))
+    background = meta.get("background", False)
+    if not isinstance(background, bool):
+        raise ValueError("'background' must be true or false")
+    memory = meta.get("memory")
+    if memory is not None and memory not in MEMORY_SCOPES:
+        raise ValueError(f"'memory' must be one of {', '.join(MEMORY_SCOPES)}")
+    hooks = meta.get("hooks") or {}
+    if not isinstance(hooks, dict):
+        raise ValueError("'hooks' must be a mapping of hook events to lists, as in settings.json")
+    mcp = meta.get("mcpServers") or []
+    effort = meta.get("effort")
     return AgentDefinition(
         name=name,
         description=str(meta.get("description") or ""),
-        tools=_tool_list(meta["tools"], "tools") if meta.get("tools") not in (None, "") else None,
-        disallowed_tools=_tool_list(meta.get("disallowedTools") or [], "disallowedTools"),
+        tools=tools,
+        disallowed_tools=withheld,
+        scopes=scopes,
+        denied=denied,
         model=str(meta["model"]) if meta.get("model") else None,
         prompt=str(meta.get("prompt") or body.strip()),
         max_turns=max_turns,
         permission_mode=str(meta["permissionMode"]) if meta.get("permissionMode") else None,
+        background=background,
+        color=str(meta["color"]) if meta.get("color") else None,
+        initial_prompt=str(meta.get("initialPrompt") or ""),
+        memory=memory,
+        skills=tuple(_entries(meta.get("skills") or [], "skills")),
+        hooks=hooks,
+        effort=str(effort) if effort is not None else None,
+        mcp_servers=tuple(mcp)
+        if isinstance(mcp, list)
+        else tuple(mcp.items())
+        if isinstance(mcp, dict)
+        else (),
         source=source,
     )
 
@@ -108,11 +183,11 @@ def definition_dirs(cwd: Path) -> tuple[Path, Path]:
 
 
 def load_definitions(cwd: Path) -> dict[str, AgentDefinition]:
-    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins).
-    A file that is not a definition is logged and skipped."""
+    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins),
+    subfolders included. A file that is not a definition is logged and skipped."""
     found: dict[str, AgentDefinition] = {}
     for folder in definition_dirs(cwd):
-        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
             try:
                 definition = parse_definition(path.read_text(), str(path))
             except (OSError, ValueError) as exc:

@@ -107,9 +107,13 @@ def answer(
     feedback: str = "",
     updated_input: dict[str, Any] | None = None,
     permission_mode: str = DEFAULT_PLAN_MODE,
+    permission_updates: list[dict[str, Any]] | None = None,
+    always: bool = False,
 ) -> Answered:
     """Answer one pending request as the lead: NotFound naming the pending ones, Conflict if
-    it was answered already; nothing is sent then."""
+    it was answered already; nothing is sent then. An approved permission carries
+    ``permission_updates`` (with ``always``, the request's own suggestions), which the
+    teammate keeps for the rest of its life."""
     lead = messenger.mailbox(LEAD_NAME)
     open_requests = pending(lead)
     match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
@@ -123,7 +127,15 @@ def answer(
     if isinstance(request, PlanApprovalRequest):
         response = plan_answer(request_id, approve, permission_mode=permission_mode, feedback=feedback)
     else:
-        response = permission_answer(request, approve, updated_input=updated_input, feedback=feedback)
+        if always and permission_updates is None:
+            permission_updates = request.permission_suggestions  # "yes, and don't ask again"
+        response = permission_answer(
+            request,
+            approve,
+            updated_input=updated_input,
+            permission_updates=permission_updates,
+            feedback=feedback,
+        )
     agent = requester(request)
     messenger.send_body(LEAD_NAME, agent, response)
     lead.mark_read_matching(message)

@@ -96,6 +96,10 @@ def argv(spec: LaunchSpec, extra: list[str] | None = None) -> list[str]:
         flags.append("--dangerously-skip-permissions")
     elif spec.permission_mode:
         flags += ["--permission-mode", spec.permission_mode]
+    if spec.allowed_tools:
+        flags += ["--allowedTools", spec.allowed_tools]
+    if spec.disallowed_tools:
+        flags += ["--disallowedTools", spec.disallowed_tools]
     return [*command(), *flags, *(extra or [])]
 
 
@@ -112,6 +116,7 @@ def environment(spec: LaunchSpec, base: dict[str, str]) -> dict[str, str]:
     models unless asked), and the team's root as Claude Code's root."""
     env = {
         **base,
+        "CLAUDECODE": "1",  # as Claude Code starts its own teammates
         "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
         "CLAUDE_CODE_ENABLE_TASKS": "1",
         "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",

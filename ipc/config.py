@@ -39,6 +39,7 @@ _UPDATABLE = {
     "prompt",
     "color",
     "plan_mode_required",
+    "permission_mode",
     "tmux_pane_id",
     "cwd",
     "subscriptions",
@@ -193,6 +194,10 @@ class TeamConfigStore:
         backend_type: str = BACKEND_TYPE,
         host: str = "",
         rename: bool = True,
+        permission_mode: str = "",
+        color: str = "",
+        allowed_tools: str = "",
+        disallowed_tools: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
@@ -215,7 +220,7 @@ class TeamConfigStore:
                 agent_type=agent_type,
                 model=model,
                 prompt=prompt,
-                color=color_for(self._next_join_index(config)),
+                color=color or color_for(self._next_join_index(config)),
                 plan_mode_required=plan_mode_required,
                 joined_at=now_ms(),
                 tmux_pane_id="",
@@ -224,6 +229,9 @@ class TeamConfigStore:
                 backend_type=backend_type,
                 is_active=False,
                 host=host or UNSET,
+                permission_mode=permission_mode or UNSET,
+                allowed_tools=allowed_tools or UNSET,
+                disallowed_tools=disallowed_tools or UNSET,
             )
             config.members.append(member)
             return member

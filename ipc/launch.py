@@ -63,6 +63,8 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     backend: Backend = "process"  # claude-code: this process runs the real `claude` CLI
     claude_peers: str = ""  # a Claude Code config dir whose sessions may list and message this agent
     nofile: int = 0  # the open-file soft limit to run with (its supervisor may have raised its own)
+    allowed_tools: str = ""  # Claude Code's --allowedTools: allow rules
+    disallowed_tools: str = ""  # Claude Code's --disallowedTools: tools withheld, deny rules
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",

@@ -16,6 +16,21 @@ MODEL_ALIASES: dict[str, tuple[str, str]] = {
     "opus": ("AGENTTEAMS_MODEL_OPUS", "claude-opus-4-5"),
     "haiku": ("AGENTTEAMS_MODEL_HAIKU", "claude-haiku-4-5"),
 }
+# The most output tokens a model writes in one response, by model-id prefix (the longest
+# prefix that fits wins), as the Messages API documents them; a model not listed gets
+# DEFAULT_OUTPUT_LIMIT, the output cap Claude Code itself asks for by default.
+OUTPUT_LIMITS: dict[str, int] = {
+    "claude-opus-4-5": 64_000,
+    "claude-opus-4": 32_000,
+    "claude-sonnet-4": 64_000,
+    "claude-haiku-4": 64_000,
+    "claude-3-7-sonnet": 64_000,
+    "claude-3-5-sonnet": 8_192,
+    "claude-3-5-haiku": 8_192,
+    "claude-3-haiku": 4_096,
+    "claude-3-opus": 4_096,
+}
+DEFAULT_OUTPUT_LIMIT = 32_000
 MODEL_FORMS = (
     "offline, anthropic:MODEL (e.g. anthropic:claude-sonnet-4-5), a Claude model id, "
     "sonnet, opus, haiku, inherit, claude-code[:MODEL] or python:MODULE:CLASS"
@@ -46,6 +61,12 @@ def resolve_model(spec: str, environ: Mapping[str, str] | None = None) -> str:
     if spec.startswith("anthropic:"):
         return resolve_model(spec.partition(":")[2], env)
     return spec
+
+
+def output_limit(model_id: str) -> int:
+    """The ``max_tokens`` to ask of ``model_id``: its own output limit."""
+    fits = [prefix for prefix in OUTPUT_LIMITS if model_id.startswith(prefix)]
+    return OUTPUT_LIMITS[max(fits, key=len)] if fits else DEFAULT_OUTPUT_LIMIT
 
 
 def claude_code_model(spec: str) -> str | None:

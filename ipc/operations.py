@@ -251,6 +251,18 @@ class MemberRef(Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
 
 
+class SetMode(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Set a teammate's permission mode: at once if it runs, and when it is started again."""
+
+    name: str
+    mode: Annotated[str, Meta(description="default, acceptEdits, bypassPermissions, plan or dontAsk")]
+
+
+class ModeSet(Struct, kw_only=True):
+    name: str
+    mode: str
+
+
 class Push(Struct, kw_only=True, forbid_unknown_fields=True):
     """An in-memory message a running teammate takes before anything else (not kept on disk)."""
 
@@ -323,6 +335,18 @@ class AnswerRequest(Struct, kw_only=True, forbid_unknown_fields=True):
         dict[str, Any] | None, Meta(description="a permission request's tool input to use instead")
     ] = None
     permission_mode: Annotated[str, Meta(description="the mode an approved plan hands the teammate")] = ""
+    always: Annotated[
+        bool,
+        Meta(
+            description="a permission request: also apply its suggestions, so that calls like it stop asking"
+        ),
+    ] = False
+    permission_updates: Annotated[
+        list[dict[str, Any]] | None,
+        Meta(
+            description="a permission request: Claude Code's permission updates (addRules, addDirectories, setMode...)"
+        ),
+    ] = None
 
 
 class Requests(Struct, kw_only=True):

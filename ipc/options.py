@@ -10,11 +10,20 @@ import msgspec
 from ipc.errors import InvalidInput
 from ipc.model_specs import check_model, claude_code_model
 from ipc.paths import normalise_agent_name
+from ipc.permission_rules import parse_tool_list
 
 Backend = Literal["process", "claude-code", "tmux", "in-process"]
 SpawnBackend = Literal["", "process", "claude-code", "tmux", "in-process"]  # "": the team's --teammate-mode
 Isolation = Literal["none", "worktree"]  # worktree: its own git worktree of the team's cwd
-PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
+# delegate: Claude Code's lead that coordinates only (its teammates do the work).
+PERMISSION_MODES: tuple[str, ...] = (
+    "default",
+    "acceptEdits",
+    "bypassPermissions",
+    "plan",
+    "dontAsk",
+    "delegate",
+)
 
 
 def check_permission_mode(mode: str) -> str:
@@ -37,6 +46,10 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     host: str = ""  # the host to run it on, in a team on the engine ("": this one)
     rename: bool = False  # a taken name gets -2, -3… instead of being refused
     isolation: Isolation = "none"
+    # Claude Code's --allowedTools / --disallowedTools ("Bash(git:*) Edit"): allow rules;
+    # tools withheld (bare names) and deny rules (patterns).
+    allowed_tools: str = ""
+    disallowed_tools: str = ""
 
     def checked(self) -> TeammateOptions:
         """These options with the name normalised; InvalidInput (nothing written) if any
@@ -49,6 +62,14 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 "a claude-code teammate runs in its own hidden terminal; tmux panes for it are not built "
                 "yet: leave out --backend tmux"
             )
+        for flag, value in (
+            ("allowed_tools", self.allowed_tools),
+            ("disallowed_tools", self.disallowed_tools),
+        ):
+            try:
+                parse_tool_list(value, flag)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
         backend = "claude-code" if self.model.startswith("claude-code") else self.backend
         if backend == "claude-code" and claude_code_model(self.model) is None:
             raise InvalidInput(
@@ -66,5 +87,9 @@ class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agent_type: str = "general-purpose"
     model: str = "inherit"
     parent_model: str = ""  # what ``inherit`` means: the parent's own model
-    permission_mode: str = ""
+    permission_mode: str = ""  # forced on it (a planning or bypassing parent's), else its definition's
+    parent_permission_mode: str = ""  # the parent's mode now: what a definition without one gets
+    resume: str = ""  # the id of an ended subagent of the parent's to continue from its sidechain
+    name: str = ""  # what its parent calls it (SendMessage finds it by it)
+    tool_use_id: str = ""  # the parent's Agent call
     background: bool = False

@@ -15,6 +15,7 @@ from ipc.operations import Event
 from ipc.schemas import (
     IdleNotification,
     InboxMessage,
+    ModeSetRequest,
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
@@ -84,6 +85,8 @@ def _text(body: ProtocolBody) -> str:
             return "[permission granted] you may run the tool."
         error = body.error if body.error is not UNSET else ""
         return f"[permission denied] {error}"
+    if isinstance(body, ModeSetRequest):
+        return f"[permission mode] {body.from_} set your permission mode to {body.mode}."
     return ""  # pragma: no cover - every body type is named above
 
 

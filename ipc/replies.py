@@ -82,6 +82,11 @@ class SubagentResult(msgspec.Struct, kw_only=True):
     notified: bool = False  # its parent has been told (a <task-notification> or TaskOutput)
     started_ms: int = 0
     ended_ms: int = 0
+    name: str = ""  # the name its parent gave it: SendMessage finds it by it
+    tool_use_id: str = ""  # the parent's Agent call that started (or resumed) it
+    inbox: list[str] = []  # messages from its parent for its next turn
+    tokens: int = 0  # every token of its requests, over all its runs
+    tool_uses: int = 0  # of its latest run
 
 
 # Why a lead stopped: ``done`` only when every task of the team completed; ``failed`` when a

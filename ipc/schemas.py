@@ -44,6 +44,14 @@ class Member(Struct, rename="camel", kw_only=True):
     is_active: bool | UnsetType = UNSET
     host: str | UnsetType = UNSET  # the host it runs on, in a team on the engine
     verify_key: str | UnsetType = UNSET  # its Ed25519 public key (ipc.trust); none: it cannot sign
+    # agentteams': the mode it was spawned with (or last set to), so that a restart keeps it
+    permission_mode: str | UnsetType = UNSET
+    allowed_tools: str | UnsetType = UNSET  # agentteams': its --allowed-tools, kept for restarts
+    disallowed_tools: str | UnsetType = UNSET
+
+    @property
+    def mode_name(self) -> str:
+        return self.permission_mode if isinstance(self.permission_mode, str) else ""
 
     @property
     def host_name(self) -> str:
@@ -214,6 +222,14 @@ class PermissionResponse(_Body, tag="permission_response", rename=None):
     error: str | UnsetType = UNSET
 
 
+class ModeSetRequest(_Body, tag="mode_set_request"):
+    """The lead sets a running teammate's permission mode (Claude Code's mode_set_request)."""
+
+    mode: str
+    from_: str = field(name="from")
+    timestamp: str
+
+
 ProtocolBody = (
     IdleNotification
     | TaskAssignment
@@ -224,6 +240,7 @@ ProtocolBody = (
     | PlanApprovalResponse
     | PermissionRequest
     | PermissionResponse
+    | ModeSetRequest
 )
 
 _body_decoder: msgspec.json.Decoder[ProtocolBody] = msgspec.json.Decoder(ProtocolBody)

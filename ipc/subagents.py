@@ -9,12 +9,17 @@ import msgspec
 from ipc.boundary import decode_errors
 from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError, NotFound
+from ipc.locks import locked
 from ipc.paths import TeamPaths
 from ipc.replies import SubagentResult, SubagentStatus
 from ipc.schemas import dump_json
 from ipc.storage import atomic_write, read_bytes
 
 _decoder = msgspec.json.Decoder(SubagentResult)
+MAX_RESULT_CHARS = 100_000  # Claude Code's maxResultSizeChars for a subagent's result
+# The supervisor's answer to a resume of a subagent that has recorded its end but whose
+# process has not exited yet: the parent tries again (it comes within milliseconds).
+STILL_ENDING = "is still ending"
 
 
 def read(paths: TeamPaths, subagent: str) -> SubagentResult:
@@ -31,15 +36,78 @@ def write(paths: TeamPaths, result: SubagentResult) -> None:
 
 
 def finish(
-    paths: TeamPaths, subagent: str, status: SubagentStatus, *, result: str = "", error: str = ""
+    paths: TeamPaths,
+    subagent: str,
+    status: SubagentStatus,
+    *,
+    result: str = "",
+    error: str = "",
+    tokens: int | None = None,
+    tool_uses: int = 0,
 ) -> SubagentResult:
     """Record how a subagent ended (unless it already recorded it itself)."""
-    current = read(paths, subagent)
-    if current.status != "running":
-        return current
-    done = msgspec.structs.replace(current, status=status, result=result, error=error, ended_ms=now_ms())
-    write(paths, done)
-    return done
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        if current.status != "running":
+            return current
+        done = msgspec.structs.replace(
+            current,
+            status=status,
+            result=result[:MAX_RESULT_CHARS],
+            error=error,
+            ended_ms=now_ms(),
+            tokens=current.tokens if tokens is None else tokens,
+            tool_uses=tool_uses,
+            inbox=[],
+        )
+        write(paths, done)
+        return done
+
+
+def take_or_finish(paths: TeamPaths, subagent: str, *, result: str, tokens: int, tool_uses: int) -> list[str]:
+    """At the end of a subagent's turn: the messages its parent queued meanwhile (it goes on
+    with them), or none, and then it is recorded as completed. One locked step, so that a
+    message is either taken or finds the subagent ended (and resumes it)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        if current.inbox:
+            write(paths, msgspec.structs.replace(current, inbox=[]))
+            return list(current.inbox)
+    finish(paths, subagent, "completed", result=result, tokens=tokens, tool_uses=tool_uses)
+    return []
+
+
+def queue(paths: TeamPaths, subagent: str, text: str) -> bool:
+    """Queue ``text`` for a running subagent's next turn; False if it is not running."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        if current.status != "running":
+            return False
+        write(paths, msgspec.structs.replace(current, inbox=[*current.inbox, text]))
+        return True
+
+
+def find(paths: TeamPaths, parent: str, ref: str) -> SubagentResult | None:
+    """``parent``'s subagent by id or by the name it was given (the latest of that name)."""
+    folder = paths.team_dir / "subagents"
+    found: SubagentResult | None = None
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            result = read(paths, path.stem)
+        except AgentTeamsError:
+            continue
+        if result.parent == parent and ref in (result.id, result.name):
+            if result.id == ref:
+                return result
+            if found is None or result.started_ms > found.started_ms:
+                found = result
+    return found
+
+
+def usage_text(result: SubagentResult) -> str:
+    """Claude Code's ``<usage>`` of a subagent's run."""
+    duration = max(0, result.ended_ms - result.started_ms) if result.ended_ms else 0
+    return f"<usage>total_tokens: {result.tokens}\ntool_uses: {result.tool_uses}\nduration_ms: {duration}</usage>"
 
 
 def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:

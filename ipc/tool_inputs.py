@@ -69,6 +69,7 @@ class SendMessageInput(_Input):
     request_id: str | None = None
     approve: bool = False
     permission_mode: str | None = None  # plan_approval_response: the mode the approved teammate gets
+    always: Annotated[bool, Meta(description="permission_response: stop asking for calls like it")] = False
     to: str | None = None
     message: str | dict[str, Any] | None = None
 
@@ -137,6 +138,10 @@ class ExitPlanModeInput(_Input):
     plan: Annotated[str, Meta(min_length=1, description="The plan, in Markdown")]
 
 
+class EnterPlanModeInput(_Input):
+    """Enter read-only plan mode; submit the plan with ExitPlanMode."""
+
+
 # ---------------------------------------------------------------- the lead's own
 
 
@@ -157,9 +162,9 @@ class TeamDeleteInput(_Input):
 
 
 class AgentInput(_Input):
-    """Start an agent. With 'name' (team lead only): spawn a teammate that joins the team and shares its
-    task list. Without: run a subagent for one task; its final answer is the result, or with
-    run_in_background the result arrives later as a <task-notification>."""
+    """Start an agent. With 'name' (team lead): spawn a teammate that joins the team and shares its
+    task list. Else: run a subagent for one task (a teammate's 'name' names it); its final answer is the
+    result, or with run_in_background it arrives later as a <task-notification>."""
 
     description: Annotated[str, Meta(description="A short (3-5 word) description of the task")]
     prompt: Annotated[str, Meta(min_length=1, description="The task for the agent to perform")]
@@ -177,6 +182,7 @@ class AgentInput(_Input):
         Literal["worktree"] | None,
         Meta(description="worktree: the teammate works in its own git worktree of the team's repository"),
     ] = None
+    resume: Annotated[str | None, Meta(description="An ended subagent's agentId, to continue it")] = None
 
 
 class TaskOutputInput(_Input):
@@ -205,6 +211,14 @@ class BashInput(_Input):
         int, Meta(ge=1, le=MAX_TIMEOUT_MS, description=f"Timeout in milliseconds (max {MAX_TIMEOUT_MS})")
     ] = DEFAULT_TIMEOUT_MS
     description: Annotated[str | None, Meta(description="What the command does, in 5-10 words")] = None
+    run_in_background: Annotated[bool, Meta(description="See TaskOutput and TaskStop")] = False
+
+
+class WebFetchInput(_Input):
+    """Fetch a URL's content as text."""
+
+    url: NonEmpty
+    prompt: str = ""
 
 
 class ReadInput(_Input):

@@ -55,14 +55,16 @@ def box(cwd: Path, agent_type: str = "general-purpose", mode: str = "") -> ToolB
                 "Edit",
                 "Glob",
                 "Grep",
+                "WebFetch",
+                "EnterPlanMode",
                 "ExitPlanMode",
                 "Agent",
                 "TaskOutput",
                 "TaskStop",
             },
         ),
-        ("Explore", {"Read", "Glob", "Grep"}),
-        ("Plan", {"Read", "Glob", "Grep", "ExitPlanMode"}),
+        ("Explore", {"Read", "Glob", "Grep", "WebFetch"}),
+        ("Plan", {"Read", "Glob", "Grep", "WebFetch", "ExitPlanMode"}),
         ("Bash", {"Bash"}),
     ],
 )
@@ -125,6 +127,8 @@ def test_plan_mode_offers_only_read_only_and_coordination_tools(tmp_path: Path) 
         "Read",
         "Glob",
         "Grep",
+        "WebFetch",
+        "EnterPlanMode",
         "ExitPlanMode",
     } | delegation
     denied = tools.call("Write", {"file_path": "x.txt", "content": "x"})

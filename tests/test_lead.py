@@ -326,7 +326,10 @@ def test_sync_and_background_subagents_task_output_and_task_stop(
         result = team.lead("GOAL: use helpers.", model=LEAD_MODEL, timeout=60)
     assert result.stopped_by == "done", result
     assert result.answer == "Helpers done."
-    assert seen["sync"] == ("sub-sync", False)
+    answer, is_error = seen["sync"]  # the answer, then Claude Code's agentId and <usage> lines
+    assert (
+        not is_error and answer.startswith("sub-sync\n\nagentId: sub-") and "<usage>total_tokens:" in answer
+    )
     assert seen["launched"]["status"] == "async_launched" and seen["launched"]["agentId"].startswith("sub-")
     assert "<status>completed</status>" in seen["notification"] and "sub-bg" in seen["notification"]
     assert seen["output"]["status"] == "running"
@@ -414,7 +417,7 @@ def test_bad_tool_input_from_the_lead_is_a_tool_error_it_can_read(
     assert not seen["b2"][1]
     assert seen["b3"][1] and "already has a teammate named 'alice'" in seen["b3"][0]
     assert seen["b4"][1] and "99" in seen["b4"][0]
-    assert seen["b5"] == ("I cannot start teammates.", False)
+    assert seen["b5"][0].startswith("I cannot start teammates.\n\nagentId: ") and not seen["b5"][1]
     assert seen["sub-x1"][1] and "no tool named 'Agent'" in seen["sub-x1"][0]
     assert seen["b6"][1] and "gpt-4" in seen["b6"][0]
     assert [m.name for m in team.config().teammates()] == ["alice"]  # nothing half-made

@@ -202,5 +202,5 @@ def test_teammate_idle_hook_exit_2_keeps_the_teammate_working(root: Path) -> Non
         team.spawn("dev", prompt="p")
         wait_for(lambda: team.status().teammates[0].state == "idle")
         transcript = (root / "teams" / "t" / "transcripts" / "dev.jsonl").read_text()
-        assert "[TeammateIdle hook] check the task list again" in transcript
+        assert "TeammateIdle hook feedback: check the task list again" in transcript  # Claude Code's words
         assert int((root / "idle-count").read_text()) >= 2

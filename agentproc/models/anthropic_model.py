@@ -1,6 +1,7 @@
 """The ``anthropic:MODEL`` backend: the official SDK, tool use with tool_use/tool_result
 pairing, prompt caching, context compaction, the team's budgets and shared rate limiter
-(:mod:`agentproc.models.api_calls`), maxTurns, and API errors that end the turn as a
+(:mod:`agentproc.models.api_calls`), the definition's maxTurns as the only cap on a turn,
+the model's own output limit, and API errors that end the turn as a
 ``failed`` idle notification."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
 from agentproc.models.prompts import system_prompt
 from agentproc.tools import ToolBox
+from ipc.model_specs import output_limit
 
 log = logging.getLogger("agentteams.model")
 
@@ -30,8 +32,9 @@ class AnthropicModel:
         spec = context.spec
         usage_name = spec.agent_name if spec.role != "subagent" else f"{spec.parent}.{spec.subagent_id}"
         self.api = ApiCaller(spec.team_paths(), usage_name, model_name)
-        self.max_turns = context.definition.max_turns or int(os.environ.get("AGENTTEAMS_MAX_TURNS", "50"))
-        self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS", "4096"))
+        # As Claude Code's teammates: no cap on a turn's tool rounds but the definition's maxTurns.
+        self.max_turns = context.definition.max_turns
+        self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS") or output_limit(model_name))
         self.system = system_prompt(spec, context.definition)
         self.transcript = context.transcript
         self.cache = caching.enabled()
@@ -57,7 +60,9 @@ class AnthropicModel:
         return self.api.create(max_tokens=self.max_tokens, **params)
 
     def _run(self, tools: ToolBox) -> TurnOutcome:
-        for _ in range(self.max_turns):
+        rounds = 0
+        while self.max_turns is None or rounds < self.max_turns:
+            rounds += 1
             if (
                 self.api.last.input + self.api.last.cache_read + self.api.last.cache_write
                 > compaction.threshold()

@@ -23,6 +23,10 @@ class OverBudget(Exception):
     """A limit of ``budget.json`` is reached: no request was made."""
 
 
+class StreamCut(Exception):
+    """A response stream that had started ended before its message did."""
+
+
 class ApiFailure(Exception):
     """The API refused or could not be reached, after the retries."""
 
@@ -55,7 +59,8 @@ class ApiCaller:
         return over_budget(self.paths, self.agent)
 
     def create(self, **params: Any) -> Message:
-        """``messages.create`` with ``model`` filled in; raises OverBudget or ApiFailure."""
+        """``messages.create`` with ``model`` filled in, streamed (a long output would outlast
+        a request's timeout; a stream's timeout is per read); raises OverBudget or ApiFailure."""
         reason = self.budget_problem()
         if reason:
             raise OverBudget(reason)
@@ -63,29 +68,41 @@ class ApiCaller:
         while True:
             self.limiter.wait()
             try:
-                raw = self.client.messages.with_raw_response.create(model=self.model, **params)
+                message, headers = self._stream(params)
             except anthropic.APIStatusError as exc:
                 wait = retry_after(exc.response.headers)
                 if exc.status_code == 429 and limited < self.rate_limit_retries:
                     limited += 1  # the team's limit: close the gate for everyone, then retry
                     self.limiter.close_for(wait if wait is not None else self._backoff(limited), "429")
                     continue
-                if exc.status_code not in RETRYABLE or failures >= self.retries:
+                # An error event inside a stream that had started (status 200) is the
+                # server's trouble mid-way (overloaded), retried as a 5xx is.
+                retryable = exc.status_code in RETRYABLE or exc.status_code == 200
+                if not retryable or failures >= self.retries:
                     raise ApiFailure(f"Anthropic API error {exc.status_code}: {exc.message}") from exc
                 failures += 1
                 time.sleep(wait if wait is not None else self._backoff(failures))
                 continue
-            except anthropic.APIConnectionError as exc:
+            except (anthropic.APIConnectionError, StreamCut) as exc:
                 if failures >= self.retries:
-                    raise ApiFailure(f"Anthropic API error: {exc.message}") from exc
+                    raise ApiFailure(f"Anthropic API error: {exc}") from exc
                 failures += 1
                 time.sleep(self._backoff(failures))
                 continue
-            self.limiter.observe(raw.headers)
-            message: Message = raw.parse()
+            self.limiter.observe(headers)
             self.last = tokens_of(message.usage)
             self.usage.record(self.model, self.last)
             return message
+
+    def _stream(self, params: dict[str, Any]) -> tuple[Message, Any]:
+        with self.client.messages.stream(model=self.model, **params) as stream:
+            headers = stream.response.headers
+            try:
+                return stream.get_final_message(), headers
+            except anthropic.APIError:
+                raise
+            except Exception as exc:  # the HTTP library's own errors: the stream was cut
+                raise StreamCut(f"the response stream was cut off ({type(exc).__name__}: {exc})") from exc
 
     @staticmethod
     def _backoff(attempt: int) -> float:

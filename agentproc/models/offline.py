@@ -17,7 +17,7 @@ from agentproc.tools import ToolBox
 from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
 
 AUTO_REPLY = "[auto-reply]"
-HOOK_FEEDBACK = "[TeammateIdle hook]"
+HOOK_FEEDBACK = "TeammateIdle hook feedback:"
 MAX_PLAN_ATTEMPTS = 3
 
 

@@ -3,7 +3,13 @@ who it talks to and how, and how its work ends."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ipc.agents import AgentDefinition
+from ipc.claude_md import claude_md_context
+from ipc.config import TeamConfigStore
+from ipc.definition_context import memory_context, skills_context
+from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 
 
@@ -49,7 +55,8 @@ def _lead(spec: LaunchSpec) -> list[str]:
         "Teammates' messages arrive as your turns, wrapped in <teammate-message> tags, and so do events: a "
         "teammate going idle, a plan approval request (answer with SendMessage type 'plan_approval_response', its "
         "recipient and request_id, approve true, or false with your feedback in 'content'), a permission request "
-        "(answer with SendMessage type 'permission_response', recipient, request_id, approve), a teammate that "
+        "(answer with SendMessage type 'permission_response', recipient, request_id, approve, and always=true to "
+        "let calls like it run from then on), a teammate that "
         "has terminated. Check TaskList as reports arrive.",
         "When all tasks are completed (or cannot be), send each teammate a SendMessage of type 'shutdown_request', "
         "wait until each has shut down, call TeamDelete, and end with your final answer to the user: what was "
@@ -58,8 +65,32 @@ def _lead(spec: LaunchSpec) -> list[str]:
     ]
 
 
+def team_context(spec: LaunchSpec) -> str:
+    """The team as a teammate is told of it: its name, its members when the agent started,
+    and where the config and task list are (for the current roster and tasks)."""
+    paths = spec.team_paths()
+    try:
+        config = TeamConfigStore(spec.root, spec.team_name).read()
+        members = ", ".join(
+            f"{m.name} ({m.agent_type})" if isinstance(m.agent_type, str) else m.name for m in config.members
+        )
+    except AgentTeamsError:
+        members = "(the config could not be read)"
+    return (
+        f"# Team context\nTeam: {spec.team_name}. Members when you started: {members}.\n"
+        f"Current members: {paths.config}. Tasks: {paths.tasks_dir}."
+    )
+
+
 def system_prompt(spec: LaunchSpec, definition: AgentDefinition) -> str:
+    """The role's prompt, the agent definition's, the team context (a subagent is not a
+    member), the definition's memory and skills, and the CLAUDE.md files of the working
+    directory, as Claude Code gives them."""
     parts = {"lead": _lead, "subagent": _subagent}.get(spec.role, _teammate)(spec)
     if definition.prompt:
         parts.append(definition.prompt)
-    return "\n\n".join(parts)
+    cwd = Path(spec.cwd)
+    if spec.role != "subagent":
+        parts.append(team_context(spec))
+    parts += [memory_context(definition, cwd), skills_context(definition, cwd), claude_md_context(cwd)]
+    return "\n\n".join(p for p in parts if p)

@@ -9,8 +9,9 @@ from agentproc.tools.agent import AGENT, TASK_OUTPUT, TASK_STOP
 from agentproc.tools.base import Decision, PermissionPolicy, Tool, ToolBox, ToolFailure, ToolResult
 from agentproc.tools.bash import BASH
 from agentproc.tools.files import EDIT, GLOB, GREP, READ, WRITE
-from agentproc.tools.plan import EXIT_PLAN_MODE
+from agentproc.tools.plan import ENTER_PLAN_MODE, EXIT_PLAN_MODE
 from agentproc.tools.team import SEND_MESSAGE, TASK_CREATE, TASK_GET, TASK_LIST, TASK_UPDATE
+from agentproc.tools.web import WEB_FETCH
 from ipc.agents import AgentDefinition, allowed_tools
 
 ALL_TOOLS: list[Tool[Any]] = [
@@ -25,6 +26,8 @@ ALL_TOOLS: list[Tool[Any]] = [
     EDIT,
     GLOB,
     GREP,
+    WEB_FETCH,
+    ENTER_PLAN_MODE,
     EXIT_PLAN_MODE,
     AGENT,
     TASK_OUTPUT,

@@ -1,19 +1,24 @@
 """The Agent tool (2.1.330's name; 2.1.38 calls it Task), and TaskOutput and TaskStop for
 background subagents.
 
-With ``name`` (and a team), the lead spawns a teammate; without, any agent but a subagent
-starts a subagent: synchronously (its final text is the tool result) or with
-``run_in_background`` (the result arrives later as a ``<task-notification>``).
+With ``name`` (and a team), the lead spawns a teammate; otherwise any agent but a subagent
+starts a subagent (a teammate's ``name`` names it): synchronously (its final text is the
+tool result) or with ``run_in_background`` (the result arrives later as a
+``<task-notification>``). ``resume`` continues an ended subagent from its sidechain.
 """
 
 from __future__ import annotations
 
 from agentproc import subagents
 from agentproc.context import AgentContext
+from agentproc.tools import shells
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
+from ipc.agents import resolve as resolve_agent_type
 from ipc.options import SubagentOptions, TeammateOptions
-from ipc.replies import SpawnReply
+from ipc.replies import SpawnReply, SubagentResult
+from ipc.subagents import MAX_RESULT_CHARS, usage_text
+from ipc.subagents import find as find_subagent
 from ipc.subagents import read as read_result
 from ipc.tool_inputs import AgentInput, AgentMode, TaskOutputInput, TaskStopInput
 
@@ -29,73 +34,54 @@ def _permission(mode: AgentMode | None) -> tuple[str, bool]:
 
 
 def _agent(ctx: AgentContext, args: AgentInput) -> str:
-    prompt, description, model, name = args.prompt, args.description, args.model, args.name
-    agent_type = args.subagent_type or "general-purpose"
-    permission_mode, plan_required = _permission(args.mode)
     if ctx.spec.role == "subagent":
         raise ToolFailure("a subagent cannot start teammates or subagents (the roster is flat)")
-    if name:
-        if ctx.spec.role != "lead":
-            raise ToolFailure(
-                "only the team lead spawns teammates; start a subagent instead (leave out 'name')"
-            )
-        team_name = args.team_name
-        if team_name and team_name != ctx.team:
-            raise ToolFailure(f"this lead leads team {ctx.team!r}; it cannot spawn into {team_name!r}")
-        if ctx.messenger.store.config_member(name) is not None:
-            raise ToolFailure(
-                f"the team already has a teammate named {name!r}: message it with SendMessage, or give another name"
-            )
-        options = TeammateOptions(
-            name=name,
-            prompt=prompt,
-            model=model or ctx.spec.model,  # the lead's model, unless told
-            agent_type=agent_type,
-            plan_mode_required=plan_required,
-            permission_mode=permission_mode,
-            isolation=args.isolation or "none",
-        )
-        reply: SpawnReply = ctx.control().call(
-            control.Spawn(id=control.new_id(), options=options), timeout=60
-        )
-        return as_json(
-            {
-                "status": "teammate_spawned",
-                "name": reply.name,
-                "agent_id": f"{reply.name}@{ctx.team}",
-                "team_name": ctx.team,
-                "color": reply.color,
-                "renamed_from": reply.renamed_from or None,
-                "message": f"{reply.name} has joined the team and is working on its prompt.",
-            }
-        )
+    if args.name and not args.resume and ctx.spec.role == "lead":
+        return _teammate(ctx, args)  # a teammate's name names its subagent instead
     if args.isolation:
         raise ToolFailure(
             "isolation 'worktree' is for teammates here (give a 'name'); a subagent works in its parent's cwd"
         )
-    background = args.run_in_background
-    if ctx.plan_mode or ctx.permission_mode == "plan":
-        permission_mode = "plan"  # a helper of a planning agent plans too: read-only
-    started = subagents.start(
-        ctx,
-        SubagentOptions(
-            parent=ctx.name,
-            prompt=prompt,
-            description=description,
-            agent_type=agent_type,
-            model=model or "inherit",
-            parent_model=ctx.spec.model,
-            permission_mode=permission_mode or ctx.permission_mode,
-            background=background,
-        ),
-    )
+    if args.resume:
+        record = find_subagent(ctx.paths, ctx.name, args.resume)
+        if record is None:
+            raise ToolFailure(f"{ctx.name} has no subagent {args.resume!r} to resume")
+        if record.status == "running":
+            raise ToolFailure(f"{args.resume} is still running: send it a message with SendMessage instead")
+        background = args.run_in_background or resolve_agent_type(record.agent_type, ctx.cwd).background
+        started = subagents.start_resumed(ctx, record, args.prompt, background=background)
+    else:
+        agent_type = args.subagent_type or "general-purpose"
+        # Either the call or the agent's definition (background: true) makes it asynchronous.
+        background = args.run_in_background or resolve_agent_type(agent_type, ctx.cwd).background
+        permission_mode, _ = _permission(args.mode)
+        if ctx.plan_mode or ctx.permission_mode == "plan":
+            permission_mode = "plan"  # a helper of a planning agent plans too: read-only
+        elif ctx.permission_mode == "bypassPermissions":
+            permission_mode = "bypassPermissions"  # as Claude Code: a definition cannot narrow it
+        started = subagents.start(
+            ctx,
+            SubagentOptions(
+                parent=ctx.name,
+                prompt=args.prompt,
+                description=args.description,
+                agent_type=agent_type,
+                model=args.model or "inherit",
+                parent_model=ctx.spec.model,
+                permission_mode=permission_mode,
+                parent_permission_mode=ctx.permission_mode,
+                background=background,
+                name=args.name or "",
+                tool_use_id=ctx.tool_use_id,
+            ),
+        )
     if background:
         return as_json(
             {
                 "status": "async_launched",
                 "agentId": started.id,
-                "description": description,
-                "prompt": prompt,
+                "description": args.description,
+                "prompt": args.prompt,
                 "outputFile": started.output_file,
                 "canReadOutputFile": True,
                 "message": "Running in the background; its result arrives as a <task-notification>.",
@@ -103,16 +89,69 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
         )
     result = subagents.wait(ctx, started.id)
     subagents.mark_notified(ctx, result)
+    return _sync_result(result)
+
+
+def _sync_result(result: SubagentResult) -> str:
+    """As Claude Code returns a synchronous subagent: its answer (100,000 characters at most),
+    its agentId to continue it, and its usage; a failed one's partial answer, as an error."""
+    tail = (
+        f"agentId: {result.id} (to continue this agent with its context: Agent with resume, or SendMessage)\n"
+        f"{usage_text(result)}"
+    )
     if result.status != "completed":
-        raise ToolFailure(f"the subagent {result.status}: {result.error or result.result}")
-    return result.result or "(the subagent finished without a final answer)"
+        partial = f"\n\nIts partial result:\n{result.result[:MAX_RESULT_CHARS]}" if result.result else ""
+        raise ToolFailure(f"the subagent {result.status}: {result.error}{partial}\n\n{tail}")
+    answer = result.result[:MAX_RESULT_CHARS] or "(the subagent finished without a final answer)"
+    return f"{answer}\n\n{tail}"
 
 
-AGENT = Tool("Agent", AgentInput, _agent, kind="coordination")
+def _teammate(ctx: AgentContext, args: AgentInput) -> str:
+    name = args.name or ""
+    permission_mode, plan_required = _permission(args.mode)
+    team_name = args.team_name
+    if team_name and team_name != ctx.team:
+        raise ToolFailure(f"this lead leads team {ctx.team!r}; it cannot spawn into {team_name!r}")
+    if ctx.messenger.store.config_member(name) is not None:
+        raise ToolFailure(
+            f"the team already has a teammate named {name!r}: message it with SendMessage, or give another name"
+        )
+    if not permission_mode and not plan_required and ctx.permission_mode not in ("plan", "delegate"):
+        permission_mode = ctx.permission_mode  # Claude Code's teammates inherit the lead's mode
+    options = TeammateOptions(
+        name=name,
+        prompt=args.prompt,
+        model=args.model or ctx.spec.model,  # the lead's model, unless told
+        agent_type=args.subagent_type or "general-purpose",
+        plan_mode_required=plan_required,
+        permission_mode=permission_mode,
+        isolation=args.isolation or "none",
+    )
+    reply: SpawnReply = ctx.control().call(control.Spawn(id=control.new_id(), options=options), timeout=60)
+    return as_json(
+        {
+            "status": "teammate_spawned",
+            "name": reply.name,
+            "agent_id": f"{reply.name}@{ctx.team}",
+            "team_name": ctx.team,
+            "color": reply.color,
+            "renamed_from": reply.renamed_from or None,
+            "message": f"{reply.name} has joined the team and is working on its prompt.",
+        }
+    )
+
+
+def _agent_type(args: AgentInput) -> str:
+    return args.subagent_type or "general-purpose"
+
+
+AGENT = Tool("Agent", AgentInput, _agent, kind="coordination", subject=_agent_type)
 
 
 def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:
     task_id, block, timeout_ms = args.task_id, args.block, args.timeout
+    if task_id.startswith(shells.PREFIX):
+        return as_json(shells.output(ctx, task_id, block, timeout_ms / 1000))
     if read_result(ctx.paths, task_id).parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")
     result = subagents.wait(ctx, task_id, timeout_ms / 1000) if block else read_result(ctx.paths, task_id)
@@ -125,6 +164,8 @@ def _task_output(ctx: AgentContext, args: TaskOutputInput) -> str:
 
 def _task_stop(ctx: AgentContext, args: TaskStopInput) -> str:
     task_id = args.task_id
+    if task_id.startswith(shells.PREFIX):
+        return as_json(shells.stop(ctx, task_id))
     result = read_result(ctx.paths, task_id)
     if result.parent != ctx.name:
         raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")

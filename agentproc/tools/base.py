@@ -16,6 +16,7 @@ import msgspec
 from agentproc.context import AgentContext
 from ipc import tool_inputs
 from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.permission_rules import Call
 
 ToolKind = Literal["coordination", "read", "write", "exec"]
 In = TypeVar("In", bound=msgspec.Struct)
@@ -35,6 +36,14 @@ def no_paths(ctx: AgentContext, args: object) -> list[str]:
     return []
 
 
+def no_subject(args: object) -> str | None:
+    return None
+
+
+def no_risk(args: object) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Tool(Generic[In]):
     name: str
@@ -42,6 +51,11 @@ class Tool(Generic[In]):
     run: Callable[[AgentContext, In], str]
     kind: ToolKind = "write"
     paths: Callable[[AgentContext, In], list[str]] = no_paths
+    # What a permission rule's specifier is compared with, beside paths: an exec tool's
+    # shell command (``Bash(git:*)``), the subagent type of an Agent call (``Agent(Explore)``).
+    subject: Callable[[In], str | None] = no_subject
+    # Why a call is dangerous enough to ask even where the mode would let it run ('' if not).
+    risk: Callable[[In], str] = no_risk
 
     @property
     def description(self) -> str:
@@ -66,6 +80,25 @@ class Tool(Generic[In]):
             return self.paths(ctx, self.decode(args))
         except InvalidInput:
             return []
+
+    def risky(self, args: dict[str, Any]) -> str:
+        try:
+            return self.risk(self.decode(args))
+        except InvalidInput:
+            return ""
+
+    def rule_call(self, ctx: AgentContext, args: dict[str, Any]) -> Call:
+        """The call as permission rules judge it (the tool alone for an input that does not
+        decode, which never runs)."""
+        try:
+            typed = self.decode(args)
+        except InvalidInput:
+            return Call(self.name)
+        subject = self.subject(typed)
+        if self.kind == "exec":
+            return Call(self.name, command=subject or "")
+        paths = tuple(str(ctx.resolve(p)) for p in self.paths(ctx, typed) if p and not p.startswith("?"))
+        return Call(self.name, paths=paths, names=subject)
 
 
 @dataclass(frozen=True)
@@ -171,6 +204,8 @@ class ToolBox:
             approved, updated, reason = self.policy.ask(self.ctx, tool, tool_use_id, args, decision)
             if not approved:
                 return ToolResult(f"Permission denied by the lead: {reason}. The tool did not run.", True)
+        self.ctx.tool_use_id = tool_use_id
+        self.ctx.tool_uses += 1
         try:
             if updated != args:
                 typed = tool.decode(updated)  # the lead changed the input

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from agentproc.context import AgentContext
-from agentproc.tools.base import Tool, ToolFailure
+from agentproc.tools.base import Tool, ToolFailure, as_json
+from ipc.permission_rules import subcommands
 from ipc.tool_inputs import BashInput
 
 OUTPUT_CAP = 30_000
@@ -133,7 +137,44 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
     return BashOutcome(exit_code=proc.returncode, output=cap(text), timed_out=timed_out)
 
 
+PREFIX = "bash-"  # a background shell's id; a subagent's starts with "sub-"
+
+
+@dataclass
+class Shell:
+    command: str
+    proc: subprocess.Popen[bytes]
+    output: Path
+
+
+def start_background(ctx: AgentContext, command: str) -> dict[str, Any]:
+    """The command on in its own process group, its output into a file; it dies with the
+    agent (its group is one of the agent's tool groups)."""
+    shell_id = f"{PREFIX}{secrets.token_hex(4)}"
+    folder = ctx.paths.team_dir / "shells"
+    folder.mkdir(parents=True, exist_ok=True)
+    output = folder / f"{shell_id}.out"
+    with open(output, "wb") as out:
+        proc = subprocess.Popen(
+            ["/bin/bash", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ctx.cwd,
+            process_group=0,
+        )
+    ctx.tool_groups.add(proc.pid)
+    ctx.shells[shell_id] = Shell(command, proc, output)
+    return {
+        "backgroundTaskId": shell_id,
+        "outputFile": str(output),
+        "message": f"Command running in the background with ID: {shell_id}. Read its output with TaskOutput.",
+    }
+
+
 def _bash(ctx: AgentContext, args: BashInput) -> str:
+    if args.run_in_background:
+        return as_json(start_background(ctx, args.command))
     outcome = run_command(ctx, args.command, args.timeout / 1000)
     if outcome.exit_code != 0:
         raise ToolFailure(f"Exit code {outcome.exit_code}\n{outcome.output}")
@@ -144,4 +185,68 @@ def _paths(ctx: AgentContext, args: BashInput) -> list[str]:
     return command_paths(args.command)
 
 
-BASH = Tool("Bash", BashInput, _bash, kind="exec", paths=_paths)
+def _command(args: BashInput) -> str:
+    return args.command
+
+
+# Commands Claude Code never lets run unasked in acceptEdits: they reach past the working
+# directory's files (privileges, devices, the network, other processes, shared history).
+_DANGEROUS_PROGRAMS = {
+    "sudo": "runs as another user",
+    "su": "runs as another user",
+    "doas": "runs as another user",
+    "dd": "writes raw devices or files",
+    "mkfs": "formats a file system",
+    "fdisk": "changes partitions",
+    "shutdown": "stops the machine",
+    "reboot": "restarts the machine",
+    "halt": "stops the machine",
+    "poweroff": "stops the machine",
+    "kill": "signals other processes",
+    "pkill": "signals other processes",
+    "killall": "signals other processes",
+    "curl": "reaches the network",
+    "wget": "reaches the network",
+    "ssh": "reaches another machine",
+    "scp": "reaches another machine",
+    "rsync": "may reach another machine",
+    "nc": "reaches the network",
+    "eval": "runs a command built at run time",
+    "crontab": "changes scheduled jobs",
+    "systemctl": "changes system services",
+}
+_DANGEROUS_GIT = {
+    "push": "publishes to a remote",
+    "reset": "may discard work",
+    "clean": "deletes untracked files",
+}
+
+
+def dangerous(command: str) -> str:
+    """Why ``command`` is dangerous ('' if it is not): one of its commands runs a program of
+    :data:`_DANGEROUS_PROGRAMS` or a destructive git command, pipes into a shell, or removes
+    recursively by force."""
+    for i, part in enumerate(subcommands(command)):
+        words = part.split()
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            words = words[1:]  # NAME=value before the program
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1].split(".")[0]
+        if program in _DANGEROUS_PROGRAMS:
+            return f"'{part}' {_DANGEROUS_PROGRAMS[program]}"
+        if program == "git" and len(words) > 1 and words[1] in _DANGEROUS_GIT:
+            return f"'{part}' {_DANGEROUS_GIT[words[1]]}"
+        if program in ("sh", "bash", "zsh") and i > 0 and len(words) == 1:
+            return f"'{part}' runs a script piped in from another command"
+        if program == "rm" and any(w.startswith("-") and "r" in w.lower() and "f" in w for w in words[1:]):
+            return f"'{part}' removes recursively by force"
+    return ""
+
+
+def _risk(args: BashInput) -> str:
+    found = dangerous(args.command)
+    return f"{found}, so it asks even in acceptEdits" if found else ""
+
+
+BASH = Tool("Bash", BashInput, _bash, kind="exec", paths=_paths, subject=_command, risk=_risk)

@@ -90,7 +90,10 @@ def answer_permission(ctx: AgentContext, args: SendMessageInput) -> dict[str, An
     if not isinstance(request, PermissionRequest):
         raise ToolFailure(f"there is no permission request {request_id!r} in the lead's inbox")
     approved = args.approve
-    response = answers.permission_answer(request, approved, feedback=args.content or "")
+    updates = request.permission_suggestions if approved and args.always else None
+    response = answers.permission_answer(
+        request, approved, permission_updates=updates, feedback=args.content or ""
+    )
     ctx.messenger.send_body(ctx.name, recipient, response)
     return {
         "success": True,

@@ -1,4 +1,5 @@
-"""ExitPlanMode: write the plan file, send plan_approval_request, wait for the answer."""
+"""EnterPlanMode (read-only from then on) and ExitPlanMode: write the plan file, send
+plan_approval_request, wait for the answer."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ipc.clock import now_iso, now_ms
 from ipc.paths import plan_request_id
 from ipc.schemas import LEAD_NAME, PlanApprovalRequest, PlanApprovalResponse, parse_body
 from ipc.storage import atomic_write
-from ipc.tool_inputs import ExitPlanModeInput
+from ipc.tool_inputs import EnterPlanModeInput, ExitPlanModeInput
 
 
 def plan_timeout() -> float:
@@ -62,3 +63,16 @@ def _exit_plan_mode(ctx: AgentContext, args: ExitPlanModeInput) -> str:
 
 
 EXIT_PLAN_MODE = Tool("ExitPlanMode", ExitPlanModeInput, _exit_plan_mode, kind="coordination")
+
+
+def _enter_plan_mode(ctx: AgentContext, args: EnterPlanModeInput) -> str:
+    if ctx.plan_mode:
+        return "Already in plan mode."
+    ctx.plan_mode = True  # ExitPlanMode's approved plan ends it
+    return (
+        "Entered plan mode: explore with the read-only tools and design the plan; nothing may be changed "
+        "until you submit it with ExitPlanMode and it is approved."
+    )
+
+
+ENTER_PLAN_MODE = Tool("EnterPlanMode", EnterPlanModeInput, _enter_plan_mode, kind="coordination")

@@ -12,12 +12,14 @@ from typing import Any
 
 import msgspec
 
-from agentproc import hooks
+from agentproc import hooks, subagents
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
 from agentproc.tools.lead import answer_permission, answer_plan
 from ipc.clock import now_iso
+from ipc.replies import SubagentResult
 from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
+from ipc.subagents import find as find_subagent
 from ipc.tool_inputs import (
     MESSAGE_TYPES,
     SendMessageInput,
@@ -28,10 +30,22 @@ from ipc.tool_inputs import (
 )
 
 
+def _own_subagent(ctx: AgentContext, recipient: str) -> SubagentResult | None:
+    """One of this agent's subagents, named by its id or the name it was given; a member
+    of the team of that name is the one a message goes to."""
+    name = recipient.lstrip("@")
+    if name == LEAD_NAME or ctx.messenger.store.config_member(name) is not None:
+        return None
+    return find_subagent(ctx.paths, ctx.name, name)
+
+
 def _send_message(ctx: AgentContext, args: SendMessageInput) -> str:
     kind = args.kind
     me, messenger = ctx.name, ctx.messenger
     if kind == "message":
+        subagent = _own_subagent(ctx, needed(args.recipient, "recipient"))
+        if subagent is not None:
+            return as_json(subagents.deliver(ctx, subagent, needed(args.content, "content")))
         summary = needed(args.summary, "summary")
         response = messenger.send_message(
             me,
@@ -103,7 +117,7 @@ def _task_create(ctx: AgentContext, args: TaskCreateInput) -> str:
         ctx, "TaskCreated", {"task_subject": args.subject, "task_description": args.description}
     )
     if outcome.blocked:
-        raise ToolFailure(f"a TaskCreated hook refused the task: {outcome.feedback}")
+        raise ToolFailure(f"{outcome.feedback} (the task was not created)")
     task = ctx.tasks.create(
         args.subject,
         args.description,
@@ -146,7 +160,7 @@ def _task_update(ctx: AgentContext, args: TaskUpdateInput) -> str:
             {"task_id": task_id, "task_subject": current.subject, "task_description": current.description},
         )
         if outcome.blocked:
-            raise ToolFailure(f"a TaskCompleted hook kept task #{task_id} open: {outcome.feedback}")
+            raise ToolFailure(f"{outcome.feedback} (task #{task_id} was not completed: it stays open)")
     ctx.tasks.change(
         task_id,
         status=args.status,

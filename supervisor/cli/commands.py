@@ -139,6 +139,8 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         host=args.host,
         rename=args.rename,
         isolation=args.isolation,
+        allowed_tools=args.allowed_tools,
+        disallowed_tools=args.disallowed_tools,
     ).checked()
     team.store.read()  # NotFound, and then NotRunning, before a budget is written
     team.require_up_for(options.host)
@@ -158,6 +160,16 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         + note
         + _renamed(args.name, options.name, "agent"),
     )
+    return 0
+
+
+def cmd_mode(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    try:
+        changed = ops.set_mode(team, io.SetMode(name=args.name, mode=args.mode))
+    finally:
+        team.close()
+    emit(args, changed, f"{changed.name} is now in {changed.mode} mode")
     return 0
 
 
@@ -348,6 +360,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         feedback=args.feedback,
         updated_input=parse_input(getattr(args, "input", None)),
         permission_mode=getattr(args, "permission_mode", ""),
+        always=getattr(args, "always", False),
     )
     try:
         answered = ops.answer_request(team, request)
@@ -436,6 +449,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "spawn": cmd_spawn,
     "restart": cmd_restart,
+    "mode": cmd_mode,
     "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,

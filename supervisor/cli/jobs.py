@@ -207,6 +207,7 @@ def cmd_lead(args: argparse.Namespace) -> int:
         interactive=False,
         verbose=args.verbose,
         owns_team=owns,
+        permission_mode=args.permission_mode,
     )
     return _lead_finished(args, lead.wait())
 
@@ -218,7 +219,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
     check_lead("", args.model, None, interactive=True)
     team, owns = _lead_team(args)
-    lead = LeadRun(team, "", model=args.model, timeout=None, interactive=True, verbose=True, owns_team=owns)
+    lead = LeadRun(
+        team,
+        "",
+        model=args.model,
+        timeout=None,
+        interactive=True,
+        verbose=True,
+        owns_team=owns,
+        permission_mode=args.permission_mode,
+    )
     print(
         f"Talking to the lead of team {team.name!r} (model {args.model}). Give it a goal; teammates' messages "
         "appear as they arrive. /exit or Ctrl-D ends the chat.",

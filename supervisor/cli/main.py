@@ -25,6 +25,8 @@ from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
 from supervisor.client.busy import DEFAULT_ROWS
 
+MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
+
 LEAD_HELP = """\
 the goal, for the offline lead (the default model): numbered steps, one per line, each
 with its blockers and a command (both optional), and how many teammates:
@@ -155,10 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the team even if the lead made it and all went well"
     )
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
+    lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
     chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
+    chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat.add_argument(
         "--allow-pipe",
         action="store_true",
@@ -218,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="none",
         help="worktree: its own git worktree of the team's cwd, on branch agentteams/TEAM/NAME",
     )
+    spawn.add_argument(
+        "--allowed-tools", default="", help="Claude Code's rules it may use unasked, e.g. 'Bash(git:*) Edit'"
+    )
+    spawn.add_argument(
+        "--disallowed-tools",
+        default="",
+        help="tools it does without, and rules it is denied, e.g. 'Write Bash(rm:*)'",
+    )
     _budget_arguments(spawn, "this teammate")
     backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
@@ -228,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("team")
     budget.add_argument("--teammate", default=None, help="set this teammate's budget, not the team's")
     _budget_arguments(budget, "the team (or --teammate)")
+    mode = cmd(sub, "mode", "set a teammate's permission mode (now, and when it is started again)")
+    mode.add_argument("team")
+    mode.add_argument("name")
+    mode.add_argument("mode", choices=PERMISSION_MODES)
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")
@@ -308,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
                 "--input", default=None, help="JSON: the tool input to use instead (permission requests)"
             )
             answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+            answer.add_argument(
+                "--always",
+                action="store_true",
+                help="a permission request: also apply its suggestions, so that calls like it stop asking",
+            )
 
     from supervisor.mcp import command as mcp_command
 

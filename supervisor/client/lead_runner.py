@@ -24,6 +24,7 @@ import msgspec
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput
 from ipc.launch import LaunchSpec, LeadLaunch
 from ipc.model_specs import check_api_key, check_model
+from ipc.options import check_permission_mode
 from ipc.paths import agent_id
 from ipc.replies import LeadResult
 from ipc.schemas import LEAD_NAME
@@ -42,9 +43,10 @@ def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool
         raise InvalidInput(f"--timeout {timeout:g}: give a number of seconds above 0")
 
 
-def lead_spec(team: TeamHandle, model: str) -> LaunchSpec:
+def lead_spec(team: TeamHandle, model: str, permission_mode: str = "") -> LaunchSpec:
     """The lead agent of ``team``: Claude Code's lead has no color; it works in the cwd the
-    team was created with (else in ours)."""
+    team was created with (else in ours), in ``permission_mode``, which the teammates it
+    spawns inherit."""
     config = team.config()
     lead = config.member(LEAD_NAME)
     return LaunchSpec(
@@ -54,6 +56,7 @@ def lead_spec(team: TeamHandle, model: str) -> LaunchSpec:
         agent_color="",
         parent_session_id=config.lead_session_id,
         model=model,
+        permission_mode=check_permission_mode(permission_mode),
         root=str(team.root),
         cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
         role="lead",
@@ -73,13 +76,19 @@ class LeadRun:
         interactive: bool,
         verbose: bool,
         owns_team: bool = False,
+        permission_mode: str = "",
     ) -> None:
         check_lead(prompt, model, timeout, interactive)
+        check_permission_mode(permission_mode)
         self.team = team
         self.owns_team = owns_team
         self.started_supervisor = not team.is_up()
         if self.started_supervisor:
-            team.up()
+            # An approved plan hands a teammate the lead's mode (a planning or delegating
+            # lead's: default, as Claude Code maps them).
+            planning = permission_mode in ("plan", "delegate")
+            handed = "default" if planning else permission_mode or "acceptEdits"
+            team.up(lead_permission_mode=handed)
         else:
             lead = team.status().lead_pid
             if lead is not None:
@@ -88,7 +97,7 @@ class LeadRun:
         self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
         self.result_file = self.result_dir / "result.json"
         launch = LeadLaunch(
-            spec=lead_spec(team, model),
+            spec=lead_spec(team, model, permission_mode),
             result_file=str(self.result_file),
             prompt=prompt,
             timeout=timeout,

@@ -19,13 +19,14 @@ import msgspec
 
 from ipc import answers, control, transcript_view, trust, worktrees
 from ipc import operations as io
+from ipc.clock import now_iso
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
-from ipc.options import TeammateOptions
+from ipc.options import PERMISSION_MODES, TeammateOptions, check_permission_mode
 from ipc.paths import normalise_agent_name
 from ipc.readable import event_of
 from ipc.replies import SpawnReply, StopReply
-from ipc.schemas import LEAD_NAME, Task
+from ipc.schemas import LEAD_NAME, ModeSetRequest, Task
 from ipc.task_rules import ClaimResult
 from ipc.usage import TeamUsage, team_usage
 from supervisor.client import outsiders
@@ -345,6 +346,20 @@ def restart_teammate(team: TeamHandle, args: io.MemberRef, actor: str) -> SpawnR
     return reply
 
 
+@operation("set_mode", io.SetMode, io.ModeSet, writes=True, lead_only=True)
+def set_mode(team: TeamHandle, args: io.SetMode, actor: str) -> io.ModeSet:
+    """Set a teammate's permission mode (Claude Code's mode_set_request): it takes it before
+    its next turn, and keeps it when restarted."""
+    mode = check_permission_mode(args.mode)
+    if not mode:
+        raise InvalidInput(f"give a permission mode: one of {', '.join(PERMISSION_MODES)}")
+    name = normalise_agent_name(clean_recipient(args.name))
+    team.store.require_member(name)
+    team.store.update_member(name, permission_mode=mode)
+    team.messenger.send_body(LEAD_NAME, name, ModeSetRequest(mode=mode, from_=LEAD_NAME, timestamp=now_iso()))
+    return io.ModeSet(name=name, mode=mode)
+
+
 @operation("push", io.Push, io.Pushed, writes=True, lead_only=True)
 def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
     """An in-memory message to a running teammate: the first thing its loop takes next
@@ -377,6 +392,8 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
         feedback=args.feedback,
         updated_input=args.updated_input,
         permission_mode=args.permission_mode or answers.DEFAULT_PLAN_MODE,
+        permission_updates=args.permission_updates,
+        always=args.always,
     )
 
 

@@ -84,11 +84,14 @@ class Team(TeamHandle):
         host: str = "",
         rename: bool = False,
         isolation: Isolation = "none",
+        allowed_tools: str = "",
+        disallowed_tools: str = "",
     ) -> str:
         """Start a teammate; returns its name. A taken name is refused (Conflict), or with
         ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
         engine (default: this one). ``isolation="worktree"``: its own git worktree of the
-        team's cwd as its cwd (see :meth:`diff`)."""
+        team's cwd as its cwd (see :meth:`diff`). ``allowed_tools`` / ``disallowed_tools``:
+        Claude Code's ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``)."""
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -101,6 +104,8 @@ class Team(TeamHandle):
             host=host,
             rename=rename,
             isolation=isolation,
+            allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools,
         )
         return self.start_teammate(options, timeout=timeout).name
 
@@ -157,17 +162,27 @@ class Team(TeamHandle):
         feedback: str = "",
         updated_input: dict[str, Any] | None = None,
         permission_mode: str = answers.DEFAULT_PLAN_MODE,
+        always: bool = False,
+        permission_updates: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Approve a pending request; returns what was done (``request_id, agent, approved,
-        type``)."""
+        type``). For a permission, ``always`` also applies the request's suggestions and
+        ``permission_updates`` gives Claude Code's updates: they hold for the teammate's life."""
         args = io.AnswerRequest(
             request_id=request_id,
             approve=True,
             feedback=feedback,
             updated_input=updated_input,
             permission_mode=permission_mode,
+            always=always,
+            permission_updates=permission_updates,
         )
         return _plain(operations.answer_request(self, args))
+
+    def set_mode(self, name: str, mode: str) -> None:
+        """Set a teammate's permission mode: it takes it before its next turn, and keeps it
+        when started again."""
+        operations.set_mode(self, io.SetMode(name=name, mode=mode))
 
     def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
         args = io.AnswerRequest(request_id=request_id, approve=False, feedback=feedback)
@@ -211,13 +226,22 @@ class Team(TeamHandle):
         timeout: float | None = None,
         verbose: bool = False,
         keep: bool = True,
+        permission_mode: str = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
-        every task completed (``result.kept`` says)."""
+        every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
+        the teammates it spawns inherit."""
         run = LeadRun(
-            self, prompt, model=model, timeout=timeout, interactive=False, verbose=verbose, owns_team=not keep
+            self,
+            prompt,
+            model=model,
+            timeout=timeout,
+            interactive=False,
+            verbose=verbose,
+            owns_team=not keep,
+            permission_mode=permission_mode,
         )
         return run.wait()
 

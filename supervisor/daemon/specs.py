@@ -54,6 +54,8 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         model=member.model_name or "offline",
         plan_mode_required=member.plan_mode_required is True,
         permission_mode=permission_mode,
+        allowed_tools=member.allowed_tools if isinstance(member.allowed_tools, str) else "",
+        disallowed_tools=member.disallowed_tools if isinstance(member.disallowed_tools, str) else "",
         cwd=member.cwd or str(Path.cwd()),
         backend=member.backend_type
         if member.backend_type in ("claude-code", "tmux", "in-process")
@@ -95,8 +97,8 @@ def check_spawn(
 def subagent_spec(
     ctx: TeamContext, config: TeamConfig, options: SubagentOptions, parent: LaunchSpec | None
 ) -> LaunchSpec:
-    """A subagent of ``parent`` (None: the lead agent), with its parent's cwd, color and
-    permission mode unless asked otherwise; for model ``inherit``, its definition's model or
+    """A subagent of ``parent`` (None: the lead agent), with its parent's cwd and color; its
+    definition's permission mode, else its parent's (a planning or bypassing parent's wins); for model ``inherit``, its definition's model or
     else its parent's."""
     check_permission_mode(options.permission_mode)
     lead = config.member("team-lead")
@@ -111,15 +113,19 @@ def subagent_spec(
         else:
             model = options.parent_model or (parent.model if parent is not None else "") or "offline"
     check_model(model)
-    sub_id = f"sub-{secrets.token_hex(4)}"
+    sub_id = options.resume or f"sub-{secrets.token_hex(4)}"
     return ctx.base(
         agent_id=agent_id(sub_id, ctx.team),
         agent_name=sub_id,
-        agent_color=parent.agent_color if parent is not None else "blue",
+        agent_color=definition.color or (parent.agent_color if parent is not None else "blue"),
         agent_type=options.agent_type,
         model=model,
         cwd=cwd,
-        permission_mode=options.permission_mode or (parent.permission_mode if parent is not None else ""),
+        # Claude Code: a forced mode, else the definition's permissionMode, else the parent's.
+        permission_mode=options.permission_mode
+        or definition.permission_mode
+        or options.parent_permission_mode
+        or (parent.permission_mode if parent is not None else ""),
         role="subagent",
         parent=options.parent,
         subagent_id=sub_id,

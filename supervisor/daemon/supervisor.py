@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipc import control, locks, memtrace, subagents, worktrees
+from ipc.agents import resolve as resolve_agent_type
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.clock import now_ms
-from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_process_name
@@ -187,7 +188,7 @@ class Supervisor:
                 log.info("resume: released %s's tasks %s", member.name, released)
             try:
                 self._admit(member.name)
-                self._launch(teammate_spec(self.context, member, permission_mode=""))
+                self._launch(teammate_spec(self.context, member, permission_mode=member.mode_name))
             except AgentTeamsError as exc:
                 log.error("cannot resume %s: %s", member.name, exc.message)
 
@@ -195,6 +196,7 @@ class Supervisor:
         """Room for one more agent, or LimitReached naming the limit (before anything is
         written). A restart needs none: the agent keeps its link."""
         self.capacity.admit(name, len(self.router.links) if self.zmq else len(self.children.by_name))
+
     def _runs_again(self, name: str) -> bool:
         """An exited teammate is to be restarted (its pane is kept for it)."""
         child = self.children.by_name.get(name)
@@ -351,6 +353,10 @@ class Supervisor:
             backend_type=options.backend,
             host=self.state.host,
             rename=options.rename,
+            permission_mode=options.permission_mode,
+            color=resolve_agent_type(options.agent_type, Path(cwd)).color or "",  # its definition's
+            allowed_tools=options.allowed_tools,
+            disallowed_tools=options.disallowed_tools,
         )
         if options.isolation == "worktree":
             member = self._isolate(member.name, cwd)
@@ -382,18 +388,39 @@ class Supervisor:
             raise InvalidInput("a subagent cannot start subagents or teammates (the roster is flat)")
         if parent is None and not (options.parent == LEAD_NAME and self.lead.pid is not None):
             raise NotFound(f"{options.parent!r} is not a running agent of this team")
+        record = SubagentResult(id="", parent=options.parent)
+        if options.resume:  # it goes on from its sidechain, under the same id
+            record = subagents.read(self.paths, options.resume)
+            if record.parent != options.parent:
+                raise NotFound(f"{options.resume!r} is not a subagent of {options.parent!r}")
+            if record.status == "running":
+                raise Conflict(f"subagent {options.resume!r} is running: send it a message instead")
+            old = self.children.by_name.get(options.resume)
+            if old is not None and old.alive:  # it has recorded its end and is exiting
+                raise Conflict(
+                    f"subagent {options.resume!r} {subagents.STILL_ENDING}; resume it again in a moment"
+                )
+            options = msgspec.structs.replace(options, agent_type=record.agent_type)
         spec = subagent_spec(self.context, self.state.config.read(), options, parent.spec if parent else None)
         self._admit(spec.agent_name)
         subagents.write(
             self.paths,
-            SubagentResult(
+            msgspec.structs.replace(
+                record,
                 id=spec.agent_name,
-                parent=options.parent,
-                description=options.description,
+                description=options.description or record.description,
                 prompt=options.prompt,
                 agent_type=options.agent_type,
+                status="running",
+                result="",
+                error="",
                 background=options.background,
+                notified=False,
                 started_ms=now_ms(),
+                ended_ms=0,
+                name=options.name or record.name,
+                tool_use_id=options.tool_use_id,
+                inbox=[],
             ),
         )
         output = str(self.paths.subagent_result(spec.agent_name))
