@@ -8,8 +8,9 @@ import msgspec
 
 from ipc.boundary import decode_errors
 from ipc.clock import now_ms
-from ipc.errors import AgentTeamsError, NotFound
+from ipc.errors import AgentTeamsError, Conflict, NotFound
 from ipc.locks import locked
+from ipc.options import SubagentOptions
 from ipc.paths import TeamPaths
 from ipc.replies import SubagentResult, SubagentStatus
 from ipc.schemas import dump_json
@@ -128,3 +129,40 @@ def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:
         else:
             found.append(result.id)
     return found
+
+
+def resumable(paths: TeamPaths, options: SubagentOptions, exiting: bool) -> SubagentResult:
+    """The record of the ended subagent ``options.resume`` names, to go on from its sidechain
+    under the same id; ``exiting``: its process has recorded its end but not yet gone."""
+    record = read(paths, options.resume)
+    if record.parent != options.parent:
+        raise NotFound(f"{options.resume!r} is not a subagent of {options.parent!r}")
+    if record.status == "running":
+        raise Conflict(f"subagent {options.resume!r} is running: send it a message instead")
+    if exiting:
+        raise Conflict(f"subagent {options.resume!r} {STILL_ENDING}; resume it again in a moment")
+    return record
+
+
+def begin(paths: TeamPaths, record: SubagentResult, subagent: str, options: SubagentOptions) -> None:
+    """Record ``subagent`` as running ``options`` (a resumed one keeps its earlier fields)."""
+    write(
+        paths,
+        msgspec.structs.replace(
+            record,
+            id=subagent,
+            description=options.description or record.description,
+            prompt=options.prompt,
+            agent_type=options.agent_type,
+            status="running",
+            result="",
+            error="",
+            background=options.background,
+            notified=False,
+            started_ms=now_ms(),
+            ended_ms=0,
+            name=options.name or record.name,
+            tool_use_id=options.tool_use_id,
+            inbox=[],
+        ),
+    )

@@ -12,17 +12,15 @@ import logging
 import os
 import signal
 import sys
-import typing
 from pathlib import Path
-from typing import Any, NoReturn
-
-import msgspec
+from typing import Any
 
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.launch import SupervisorOptions
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
+from supervisor.cli.arguments import Parser, budget_arguments, global_options, struct_arguments
 from supervisor.client.busy import DEFAULT_ROWS
 
 MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
@@ -47,69 +45,12 @@ exit status: 0 every task completed, 1 error, 3 a task failed or tasks were left
 4 --timeout, 5 a budget ran out, 130 interrupted (Ctrl-C)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One line, not argparse's usage block: scripts read the last line of stderr.
-        self.exit(exits.USAGE, f"agentteams: error: {message} (see '{self.prog} --help')\n")
-
-
-def _global_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
-    # Given before the subcommand they land on the top parser; after it, on the
-    # subcommand's. SUPPRESS on the subcommands keeps one from undoing the other.
-    default: Any = argparse.SUPPRESS if inherited else None
-    parser.add_argument(
-        "--root", default=default, help="state root (default: $AGENTTEAMS_HOME or ~/.agentteams)"
-    )
-    parser.add_argument(
-        "--engine",
-        default=default,
-        help="a team on NATS JetStream at nats://HOST:PORT (default: $AGENTTEAMS_ENGINE, or what the root remembers)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS if inherited else False,
-        help="machine-readable output on stdout",
-    )
-
-
-def struct_arguments(
-    parser: argparse.ArgumentParser, kind: type[msgspec.Struct], help: dict[str, str]
-) -> None:
-    """One option per field of ``kind``: its type, default and choices come from the Struct."""
-    hints = typing.get_type_hints(kind)
-    for field in msgspec.structs.fields(kind):
-        flag = "--" + field.name.replace("_", "-")
-        hint = hints[field.name]
-        if hint is bool:
-            parser.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=field.default, help=help.get(field.name)
-            )
-            continue
-        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
-        if field.name.endswith("permission_mode"):
-            choices = PERMISSION_MODES
-        convert = type(field.default) if field.default is not msgspec.NODEFAULT else str
-        parser.add_argument(
-            flag, type=convert, choices=choices, default=field.default, help=help.get(field.name)
-        )
-
-
-def _budget_arguments(parser: argparse.ArgumentParser, whom: str) -> None:
-    parser.add_argument(
-        "--budget-tokens", type=int, default=None, help=f"stop {whom}'s model calls at this many tokens"
-    )
-    parser.add_argument(
-        "--budget-usd", type=float, default=None, help=f"stop {whom}'s model calls at this cost in USD"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     from supervisor.cli import backend_commands, engine_commands
 
-    p = _Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
-    _global_options(p, inherited=False)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
+    global_options(p, inherited=False)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def cmd(parent: Any, name: str, help: str, epilog: str | None = None) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = parent.add_parser(
@@ -119,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter if epilog else argparse.HelpFormatter,
         )
-        _global_options(parser, inherited=True)
+        global_options(parser, inherited=True)
         return parser
 
     demo = cmd(sub, "demo", "run the demo pipeline on offline teammates")
@@ -170,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     team = cmd(sub, "team", "create, delete or list teams")
-    team_sub = team.add_subparsers(dest="team_command", required=True, parser_class=_Parser)
+    team_sub = team.add_subparsers(dest="team_command", required=True, parser_class=Parser)
     tc = cmd(team_sub, "create", "create a team")
     tc.add_argument("name")
     tc.add_argument("--description", default="")
@@ -187,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         up.add_argument("team")
         up.add_argument("--host-name", default="", help="this host's name in a team on the engine")
         struct_arguments(up, SupervisorOptions, SupervisorOptions.HELP)
-        _budget_arguments(up, "the team")
+        budget_arguments(up, "the team")
     down = cmd(sub, "down", "stop a team's teammates and supervisor (they stay members)")
     down.add_argument("team")
     down.add_argument("--grace", type=float, default=5.0)
@@ -230,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="tools it does without, and rules it is denied, e.g. 'Write Bash(rm:*)'",
     )
-    _budget_arguments(spawn, "this teammate")
+    budget_arguments(spawn, "this teammate")
     backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
     usage.add_argument("team")
@@ -239,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     budget.add_argument("team")
     budget.add_argument("--teammate", default=None, help="set this teammate's budget, not the team's")
-    _budget_arguments(budget, "the team (or --teammate)")
+    budget_arguments(budget, "the team (or --teammate)")
     mode = cmd(sub, "mode", "set a teammate's permission mode (now, and when it is started again)")
     mode.add_argument("team")
     mode.add_argument("name")
@@ -271,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     inbox.add_argument("--unread", action="store_true")
 
     task = cmd(sub, "task", "create, get, update, list, claim or delete tasks")
-    task_sub = task.add_subparsers(dest="task_command", required=True, parser_class=_Parser)
+    task_sub = task.add_subparsers(dest="task_command", required=True, parser_class=Parser)
     t_create = cmd(task_sub, "create", "create a task")
     t_create.add_argument("team")
     t_create.add_argument("subject")

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from ipc.errors import InvalidInput
 from supervisor.client.team import Team
 
 
@@ -29,3 +30,10 @@ def warn(message: str) -> None:
 
 def open_team(args: argparse.Namespace, name: str | None = None) -> Team:
     return Team.open(name or args.team, root=args.root)
+
+
+def row_budget(args: argparse.Namespace) -> int:
+    """How many rows a view may print (--rows; 0: every row)."""
+    if args.rows < 0:
+        raise InvalidInput(f"--rows {args.rows}: give 0 (every row) or more")
+    return int(args.rows)

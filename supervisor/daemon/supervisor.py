@@ -34,8 +34,7 @@ from ipc import control, locks, memtrace, subagents, worktrees
 from ipc.agents import resolve as resolve_agent_type
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
-from ipc.clock import now_ms
-from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, InvalidInput, NotFound
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_process_name
@@ -390,39 +389,12 @@ class Supervisor:
             raise NotFound(f"{options.parent!r} is not a running agent of this team")
         record = SubagentResult(id="", parent=options.parent)
         if options.resume:  # it goes on from its sidechain, under the same id
-            record = subagents.read(self.paths, options.resume)
-            if record.parent != options.parent:
-                raise NotFound(f"{options.resume!r} is not a subagent of {options.parent!r}")
-            if record.status == "running":
-                raise Conflict(f"subagent {options.resume!r} is running: send it a message instead")
             old = self.children.by_name.get(options.resume)
-            if old is not None and old.alive:  # it has recorded its end and is exiting
-                raise Conflict(
-                    f"subagent {options.resume!r} {subagents.STILL_ENDING}; resume it again in a moment"
-                )
+            record = subagents.resumable(self.paths, options, exiting=old is not None and old.alive)
             options = msgspec.structs.replace(options, agent_type=record.agent_type)
         spec = subagent_spec(self.context, self.state.config.read(), options, parent.spec if parent else None)
         self._admit(spec.agent_name)
-        subagents.write(
-            self.paths,
-            msgspec.structs.replace(
-                record,
-                id=spec.agent_name,
-                description=options.description or record.description,
-                prompt=options.prompt,
-                agent_type=options.agent_type,
-                status="running",
-                result="",
-                error="",
-                background=options.background,
-                notified=False,
-                started_ms=now_ms(),
-                ended_ms=0,
-                name=options.name or record.name,
-                tool_use_id=options.tool_use_id,
-                inbox=[],
-            ),
-        )
+        subagents.begin(self.paths, record, spec.agent_name, options)
         output = str(self.paths.subagent_result(spec.agent_name))
 
         def ready(result: msgspec.Struct | None, error: str) -> None:

@@ -1,4 +1,4 @@
-"""The soak's short version: 60 seconds of traffic and kills, nothing lost or duplicated."""
+"""The soak's short version: 30 seconds of traffic and kills, nothing lost or duplicated."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from tests.reliability.soak import run_soak
 
 
-def test_soak_60_seconds(root: Path) -> None:
-    seconds = float(os.environ.get("AGENTTEAMS_SOAK_SECONDS", "60"))
+def test_soak_30_seconds(root: Path) -> None:
+    seconds = float(os.environ.get("AGENTTEAMS_SOAK_SECONDS", "30"))
     result = run_soak(seconds, teammates=8, seed=42, root=root)
     print(result)
     assert result.kills > 0 and result.messages_sent > 100 and result.tasks > 50
