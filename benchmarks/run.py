@@ -52,7 +52,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "backends": backends.run,
 }
 # claude_socket runs the real claude, scale thousands of teammates: `bench all --quick`
-# (make test) leaves them out.
+# (make test-heavy) leaves them out.
 NOT_QUICK = {"claude_socket", "scale"}
 DEFAULT_OUT = Path(__file__).parent / "results"
 

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.heavy
 def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "supervisor.cli", "bench", "all", "--quick", "--out", str(tmp_path)],

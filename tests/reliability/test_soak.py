@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.reliability.soak import run_soak
 
 
+@pytest.mark.heavy
 def test_soak_30_seconds(root: Path) -> None:
     seconds = float(os.environ.get("AGENTTEAMS_SOAK_SECONDS", "30"))
     result = run_soak(seconds, teammates=8, seed=42, root=root)
