@@ -80,8 +80,10 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
     with running_team(root, teammate_mode="in-process") as team:
         team.spawn("ann", prompt="Work.")
         team.spawn("ben", prompt="Work.")
-        hung = team.tasks.create("hang", "sleep", metadata={"command": "sleep 600; echo hung-tool-marker"})
-        team.tasks.update(hung.id, owner="ann")
+        # Unclaimable (as a failed task is) until assigned: ben cannot take it in between.
+        held = {"command": "sleep 600; echo hung-tool-marker", "lastError": "held for ann"}
+        hung = team.tasks.create("hang", "sleep", metadata=held)
+        team.tasks.update(hung.id, owner="ann", metadata={"lastError": None})
 
         def sleeper() -> list[int]:
             found = []
