@@ -12,6 +12,9 @@ the team's runtime directory, and this process runs its courier
 (:mod:`agentproc.claude_courier`): a message handed to it reaches ``claude`` through that
 socket at once, not at the next poll. Not in the user's own ``~/.claude``, where that would
 mean writing Claude Code settings and keys into it: there the poll alone delivers.
+
+In a tmux pane (``--backend tmux``) Claude Code's screen is also the pane's, and what a
+person types there is its input (:class:`agentproc.pane.Relay`); the log takes the text.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import psutil
 
 from agentproc.channel import Channel
 from agentproc.claude_courier import ClaudeSocket, Courier
+from agentproc.pane import Relay
 from ipc import cc_registry, claude_code, locks
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, StorageError
@@ -86,7 +90,8 @@ class Screen:
     """Claude Code's terminal output as text: into the teammate log (up to a cap), with the
     last lines kept for a start-up error."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: Any) -> None:
+        self.log = log  # a binary stream: stdout (the log) hidden, stderr (the log) in a pane
         self.written = 0
         self.tail = b""
 
@@ -94,8 +99,8 @@ class Screen:
         text = _ANSI.sub(b"", data)
         self.tail = (self.tail + text)[-4096:]
         if self.written < LOG_CAP:
-            sys.stdout.buffer.write(text)
-            sys.stdout.flush()
+            self.log.write(text)
+            self.log.flush()
             self.written += len(text)
 
     def last_line(self) -> str:
@@ -104,10 +109,12 @@ class Screen:
 
 
 class ClaudeTeammate:
-    def __init__(self, spec: LaunchSpec, channel: Channel) -> None:
+    def __init__(self, spec: LaunchSpec, channel: Channel, *, in_pane: bool = False) -> None:
         self.spec = spec
         self.channel = channel
-        self.screen = Screen()
+        self.in_pane = in_pane
+        self.relay: Relay | None = None  # in a pane: the pane's terminal, lent to claude
+        self.screen = Screen(sys.stderr.buffer if in_pane else sys.stdout.buffer)
         self.pid = 0
         self.master = -1
         self.socket: Path | None = None  # claude's own socket, when it has one
@@ -148,6 +155,8 @@ class ClaudeTeammate:
         self.pid, self.master = pid, master
         self.socket_since = time.monotonic()
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        if self.in_pane:
+            self.relay = Relay(master)  # the pane's size, its keys, Claude Code's screen in it
 
     def _open_courier(self) -> None:
         """Once claude listens and has published its token, hand messages to it."""
@@ -182,6 +191,8 @@ class ClaudeTeammate:
                 return False
             raise
         self.screen.feed(data)
+        if self.relay is not None:
+            self.relay.show(data)
         return bool(data)
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
@@ -200,6 +211,8 @@ class ClaudeTeammate:
                 proc.kill()
         if self.courier is not None:
             self.courier.withdraw()
+        if self.relay is not None:
+            self.relay.restore()
         os._exit(128 + signum)
 
     def _close_courier(self) -> None:
@@ -210,10 +223,14 @@ class ClaudeTeammate:
     def run(self) -> int:
         set_child_subreaper()
         signal.signal(signal.SIGTERM, self._stop)
+        if self.in_pane:
+            signal.signal(signal.SIGHUP, self._stop)  # the pane closed (its tmux server died)
         self._start()
         exited = pidfd_open(self.pid)
         selector = selectors.DefaultSelector()
         selector.register(self.master, selectors.EVENT_READ, "screen")
+        if self.relay is not None:
+            selector.register(0, selectors.EVENT_READ, "keys")
         if exited is not None:
             selector.register(exited, selectors.EVENT_READ, "exit")
         started_at = time.monotonic()
@@ -224,6 +241,8 @@ class ClaudeTeammate:
             for key, _ in selector.select(timeout=0.05 if waiting else 0.5):
                 if key.data == "screen" and not self._read_screen():
                     selector.unregister(self.master)
+                elif key.data == "keys" and self.relay is not None and not self.relay.typed():
+                    selector.unregister(0)
                 elif key.data == "exit":
                     status = os.waitpid(self.pid, 0)[1]
             if not announced and status is None and time.monotonic() - started_at >= STARTED_AFTER:
@@ -236,6 +255,8 @@ class ClaudeTeammate:
         with contextlib.suppress(OSError):
             while self._read_screen():
                 pass
+        if self.relay is not None:
+            self.relay.restore()
         code = os.waitstatus_to_exitcode(status)
         if not announced:
             reason = self.screen.last_line() or f"it exited with {code}"

@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         channel = open_channel(spec)
         if spec.role == "subagent":
             return SubagentRun(spec, channel).run()
-        if spec.backend == "claude-code":
-            return ClaudeTeammate(spec, channel).run()
+        if spec.runs_claude:
+            return ClaudeTeammate(spec, channel, in_pane=pane.in_pane(spec)).run()
         _loop = AgentLoop(spec, channel)
         if spec.claude_peers and spec.role == "teammate":
             _peer = expose(_loop)

@@ -5,17 +5,24 @@ Its parent is the tmux server, not the supervisor, so the kernel's parent-death 
 would come only with tmux: it watches its supervisor's pid instead. When the supervisor is
 gone it clears its pane id from the config, lets its pane close with it (the supervisor
 keeps dead panes for their exit status; nobody would read this one), and stops as on
-SIGTERM. Its turns are printed to the pane, readably; its log takes stderr.
+SIGTERM. Its turns are printed to the pane, readably; its log takes stderr. A ``claude``
+teammate shows Claude Code's own screen there instead, through a :class:`Relay`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
 import select
 import signal
 import sys
+import termios
 import threading
 import time
+import tty
+from typing import Any
 
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError
@@ -70,3 +77,51 @@ def leave(spec: LaunchSpec) -> None:
             Tmux().run("set-option", "-p", "-t", pane, "remain-on-exit", "off")
         except AgentTeamsError:
             pass  # tmux is gone, and the pane with it
+
+
+class Relay:
+    """The pane's terminal lent to ``claude``, which runs in a pseudo-terminal of its own (so
+    that its screen also goes to the log, and its process group is its own): what it draws
+    reaches the pane as it is, what a person types there reaches it (the pane is put in raw
+    mode, so Ctrl-C is a key for it, not a signal for us), and the pane's size is its size."""
+
+    def __init__(self, master: int) -> None:
+        self.master = master
+        self.saved: list[Any] | None = None
+        with contextlib.suppress(termios.error, OSError):
+            self.saved = termios.tcgetattr(0)
+            tty.setraw(0)
+        self.resize()
+        signal.signal(signal.SIGWINCH, lambda signum, frame: self.resize())
+
+    def resize(self) -> None:
+        """The pane's size onto claude's terminal (the kernel tells claude with SIGWINCH)."""
+        with contextlib.suppress(OSError):
+            size = fcntl.ioctl(1, termios.TIOCGWINSZ, b"\0" * 8)
+            fcntl.ioctl(self.master, termios.TIOCSWINSZ, size)
+
+    def show(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(1, view) :]
+            except OSError as exc:  # the pane is gone (its server died): claude goes on unseen
+                if exc.errno in (errno.EIO, errno.EBADF, errno.EPIPE):
+                    return
+                raise
+
+    def typed(self) -> bool:
+        """Pass on what was typed; False once the pane has closed."""
+        try:
+            data = os.read(0, 4096)
+        except OSError:
+            return False
+        if data:
+            with contextlib.suppress(OSError):
+                os.write(self.master, data)
+        return bool(data)
+
+    def restore(self) -> None:
+        if self.saved is not None:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(0, termios.TCSADRAIN, self.saved)

@@ -20,7 +20,7 @@ import msgspec
 from ipc.boundary import input_errors
 from ipc.errors import InvalidInput
 from ipc.model_specs import check_model
-from ipc.options import Backend, check_permission_mode
+from ipc.options import Backend, check_permission_mode, runs_claude_code
 from ipc.paths import TeamPaths
 
 WakeMode = Literal["zmq", "poll"]
@@ -107,6 +107,11 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def name(self) -> str:
         return self.agent_name
+
+    @property
+    def runs_claude(self) -> bool:
+        """This process runs the real ``claude`` (hidden, or in its tmux pane)."""
+        return runs_claude_code(self.backend, self.model)
 
     def team_paths(self) -> TeamPaths:
         """Where this agent's team lives: every store and socket of the agent starts here."""

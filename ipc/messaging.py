@@ -22,6 +22,7 @@ from ipc.config import TeamConfigStore
 from ipc.courier import hand_over
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.mailbox import Mailbox, new_message
+from ipc.options import runs_claude_code
 from ipc.paths import TeamPaths, normalise_agent_name, shutdown_request_id
 from ipc.schemas import LEAD_NAME, InboxMessage, Member, ProtocolBody, ShutdownRequest, TeamConfig, body_text
 from ipc.wake import Doorbell
@@ -38,7 +39,8 @@ class SessionRoute(Protocol):
 
 
 def _is_claude(member: Member) -> bool:
-    return member.backend_type == "claude-code"
+    backend = member.backend_type if isinstance(member.backend_type, str) else ""
+    return runs_claude_code(backend, member.model_name)
 
 
 def clean_recipient(recipient: str) -> str:

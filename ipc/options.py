@@ -32,6 +32,12 @@ def check_permission_mode(mode: str) -> str:
     return mode
 
 
+def runs_claude_code(backend: str, model: str) -> bool:
+    """The teammate is the real ``claude``: the ``claude-code`` backend (a hidden terminal),
+    or a ``claude-code[:MODEL]`` model in a tmux pane (``--backend tmux``)."""
+    return backend == "claude-code" or model.startswith("claude-code")
+
+
 class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A teammate as a caller asks for it."""
 
@@ -57,11 +63,6 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
-        if self.backend == "tmux" and self.model.startswith("claude-code"):
-            raise InvalidInput(
-                "a claude-code teammate runs in its own hidden terminal; tmux panes for it are not built "
-                "yet: leave out --backend tmux"
-            )
         for flag, value in (
             ("allowed_tools", self.allowed_tools),
             ("disallowed_tools", self.disallowed_tools),
@@ -70,8 +71,10 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 parse_tool_list(value, flag)
             except ValueError as exc:
                 raise InvalidInput(str(exc)) from None
-        backend = "claude-code" if self.model.startswith("claude-code") else self.backend
-        if backend == "claude-code" and claude_code_model(self.model) is None:
+        # A claude-code model runs the real `claude`: in its hidden terminal, or in a tmux pane.
+        claude = self.model.startswith("claude-code")
+        backend = "claude-code" if claude and self.backend != "tmux" else self.backend
+        if runs_claude_code(backend, self.model) and claude_code_model(self.model) is None:
             raise InvalidInput(
                 f"a claude-code teammate runs Claude models; model {self.model!r} is not one (use sonnet, opus, haiku or a Claude model id)"
             )

@@ -76,7 +76,7 @@ class Children:
         return [
             c
             for c in self.by_name.values()
-            if c.state == S.IDLE and c.spec.role == "teammate" and c.spec.backend != "claude-code"
+            if c.state == S.IDLE and c.spec.role == "teammate" and not c.spec.runs_claude
         ]
 
     # ------------------------------------------------------------ starting
@@ -202,7 +202,7 @@ class Children:
         if request_id == child.shutdown_request_id:  # a stale request never stops a new incarnation
             child.to(S.STOPPING)
             # It exits by itself; one that hangs is stopped by signal. Claude Code takes its time.
-            self._stop_later(child, 20.0 if child.spec.backend == "claude-code" else 3.0)
+            self._stop_later(child, 20.0 if child.spec.runs_claude else 3.0)
 
     def on_shutdown_rejected(self, name: str, request_id: str, reason: str) -> None:
         child = self.by_name.get(name)
@@ -248,7 +248,7 @@ class Children:
         """A teammate of ours in the middle of a turn cannot answer a shutdown request until
         the turn ends; SIGTERM is its clean stop (it takes its tools down and exits, and its
         task goes back to pending). Claude Code teammates always get the protocol."""
-        return child.spec.backend != "claude-code" and child.state == S.RUNNING
+        return not child.spec.runs_claude and child.state == S.RUNNING
 
     def stop_all(self, grace: float, done: Callable[[], None]) -> None:
         """Stop every child; ``done`` once all are gone. An idle teammate is asked (the

@@ -40,12 +40,12 @@ class InboxWatch:
             self.reactor.call_later(POLL_INTERVAL, self._look)
 
     def _watched(self) -> list[str]:
-        """Our agents that listen for a doorbell: process teammates, and the lead."""
-        names = [c.name for c in self.children.by_name.values() if c.alive and c.spec.backend == "process"]
+        """Our agents that listen for a doorbell (in whatever backend), and the lead."""
+        names = [c.name for c in self.children.by_name.values() if c.alive and not c.spec.runs_claude]
         return [*names, LEAD_NAME]
 
     def _look(self) -> None:
-        if not any(c.alive and c.spec.backend == "claude-code" for c in self.children.by_name.values()):
+        if not any(c.alive and c.spec.runs_claude for c in self.children.by_name.values()):
             self.running = False
             self.seen.clear()
             return

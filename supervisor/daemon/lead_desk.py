@@ -180,7 +180,7 @@ class LeadDesk:
             child = children.by_name.get(action.name)
             # A teammate of ours reports its state over its link (newer news than a message
             # read later); without links, or for Claude Code, the notification is the news.
-            if self.doorbell is None or (child is not None and child.spec.backend == "claude-code"):
+            if self.doorbell is None or (child is not None and child.spec.runs_claude):
                 children.on_idle_notification(action.name)
             child = children.by_name.get(action.name)
             if child is not None and child.state != TeammateState.STOPPING:

@@ -15,7 +15,7 @@ from ipc.agents import resolve as resolve_agent_type
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.model_specs import check_api_key, check_model, claude_code_model
-from ipc.options import SubagentOptions, TeammateOptions, check_permission_mode
+from ipc.options import SubagentOptions, TeammateOptions, check_permission_mode, runs_claude_code
 from ipc.paths import agent_id
 from ipc.schemas import Member, TeamConfig
 
@@ -68,10 +68,10 @@ def check_spawn(
 ) -> tuple[TeammateOptions, str]:
     """The options, checked, and the working directory the teammate gets; InvalidInput
     naming what is wrong (nothing has been written yet)."""
-    options = options.checked()
-    if not options.backend:
+    if not options.backend:  # the team's mode (a claude-code model in tmux mode: `claude` in a pane)
         mode = ctx.options.teammate_mode
         options = msgspec.structs.replace(options, backend="process" if mode == "auto" else mode)
+    options = options.checked()
     lead = config.member("team-lead")
     cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     if not os.path.isdir(cwd):
@@ -79,14 +79,16 @@ def check_spawn(
     resolve_agent_type(options.agent_type, Path(cwd))
     if options.isolation == "worktree":
         worktrees.check_repository(cwd)
-    if options.backend == "claude-code":
+    if runs_claude_code(options.backend, options.model):
         claude_code.command()  # installed, or a clear error before anything is written
         locks.note_claude_root(ctx.root)
-        if not claude_code_model(
-            options.model
-        ):  # Claude Code's own choice: the lead's model if it is Claude's
+        if not claude_code_model(options.model):  # Claude Code's own choice: the lead's model if Claude's
             lead_model = claude_code_model(lead.model_name) if lead is not None and lead.model_name else None
-            options = msgspec.structs.replace(options, model=lead_model or "sonnet")
+            model = lead_model or "sonnet"
+            # In a pane the model says what it is (backendType is tmux, as Claude Code writes).
+            options = msgspec.structs.replace(
+                options, model=f"claude-code:{model}" if options.backend == "tmux" else model
+            )
         return options, cwd
     check_api_key(
         options.model, f"(set it, then 'agentteams down {ctx.team}' and 'agentteams up {ctx.team}')"

@@ -202,7 +202,7 @@ class Supervisor:
         return child is not None and child.restart_timer is not None
 
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
-        if spec.backend == "claude-code":
+        if spec.runs_claude:
             self.inbox_watch.claude_teammate_started()
         if self.zmq:
             self.router.open(spec.agent_name)

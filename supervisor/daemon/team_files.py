@@ -57,7 +57,7 @@ class TeamFiles:
         the public key goes in the config, the previous one retired; the private key is
         returned for that process alone (:mod:`ipc.trust`). A ``claude`` teammate signs
         nothing of ours: no key."""
-        if spec.role != "teammate" or spec.backend == "claude-code":
+        if spec.role != "teammate" or spec.runs_claude:
             return None
         key = trust.new_key()
         try:
