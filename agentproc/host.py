@@ -28,7 +28,7 @@ import msgspec
 
 from agentproc.channel import open_channel
 from agentproc.loop import AgentLoop
-from ipc.host_protocol import Command, Ended, Start, Stop, wait_status
+from ipc.host_protocol import Command, Ended, Report, Running, Start, Stop, wait_status
 from ipc.launch import LaunchSpec
 from ipc.osproc import set_parent_death_signal, set_process_name
 from ipc.wake import Waker
@@ -75,6 +75,8 @@ class Host:
 
     def _run(self, spec: LaunchSpec) -> None:
         AGENT.set(spec.agent_name)
+        set_process_name(f"at:{spec.agent_name}")  # this thread's kernel name (ps -L, top -H)
+        self.send(Running(name=spec.agent_name, thread=threading.get_native_id()))
         channel = None
         loop = None
         status = wait_status(1)
@@ -114,7 +116,7 @@ class Host:
         finally:
             waker.close()
 
-    def send(self, message: Ended) -> None:
+    def send(self, message: Report) -> None:
         with self.send_lock:
             try:
                 self.sock.send(msgspec.msgpack.encode(message))

@@ -1,6 +1,7 @@
 """What a supervisor and its in-process host (``python -m agentproc.host``) say to each other
-over the socket pair they share: start a teammate as a thread of the host, stop one, and
-one teammate ended (with a wait status, as if its process had been reaped)."""
+over the socket pair they share: start a teammate as a thread of the host, stop one; one
+teammate runs (in which thread, for ``ps``), and one ended (with a wait status, as if its
+process had been reaped)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,18 @@ class Stop(msgspec.Struct, tag="stop", kw_only=True):
     signal: int  # SIGTERM: stop cleanly; SIGKILL: its tools now, and it is given up
 
 
+class Running(msgspec.Struct, tag="running", kw_only=True):
+    name: str
+    thread: int  # its thread's native id (the kernel's tid, as ``ps -L`` shows it)
+
+
 class Ended(msgspec.Struct, tag="ended", kw_only=True):
     name: str
     status: int  # a wait status: code << 8, or the signal number
 
 
 Command = Start | Stop
+Report = Running | Ended
 
 
 def wait_status(code: int) -> int:

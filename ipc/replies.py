@@ -27,6 +27,10 @@ class TeammateStatus(msgspec.Struct, kw_only=True):
     backend: str = "process"
     role: Role = "teammate"
     parent: str = ""
+    # An in-process teammate (its pid is a number of the supervisor's): the process it is a
+    # thread of, and that thread's native id.
+    host_pid: int | None = None
+    thread: int | None = None
 
 
 class TeamStatus(msgspec.Struct, kw_only=True):

@@ -1,5 +1,6 @@
 """``agentteams ps`` for a person: each team as a tree, supervisor → fork server, lead,
-teammates → their tools and subagents. A team with more teammates than the row budget
+teammates → their tools and subagents; in-process teammates as threads under their host
+process. A team with more teammates than the row budget
 shows a count line and the busy teammates first; ``--all`` shows every row (``--json``
 always has everything)."""
 
@@ -50,10 +51,13 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
         )
         for sub in subagents.get("team-lead", []):
             _print_mate(sub, "│   ")
+    threads = [m for m in listed if m.backend == "in-process"]
     for mate in listed:
-        _print_mate(mate, "")
-        for sub in subagents.get(mate.name, []):
-            _print_mate(sub, "│   ")
+        if mate.backend != "in-process":
+            _print_mate(mate, "")
+            for sub in subagents.get(mate.name, []):
+                _print_mate(sub, "│   ")
+    _print_hosts(tree, threads, subagents)
     for mate in tree.teammates:
         if mate.role == "subagent" and mate.parent not in shown:
             _print_mate(mate, "")
@@ -62,6 +66,32 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
         print(f"└─ … {rest} ('agentteams ps {tree.team} --all' shows every row)")
     if failed:
         print(failed.lstrip("\n"))
+
+
+def _print_hosts(tree: TeamTree, threads: list[MateTree], subagents: dict[str, list[MateTree]]) -> None:
+    """The team's in-process host (one per supervisor), its teammates (those the row budget
+    shows) under it as its threads."""
+    count = sum(1 for m in tree.teammates if m.backend == "in-process" and m.role != "subagent")
+    for host in tree.hosts:
+        print(
+            f"├─ in-process host {host.pid}  cpu {host.cpu_percent:.0f}%  rss {_mib(host.rss)} MiB  "
+            f"uss {_mib(host.uss)} MiB  up {host.uptime:.0f}s  {count} teammates as its threads"
+        )
+    for mate in threads:
+        if tree.hosts:
+            _print_thread(mate)
+        else:  # no host running (between two): their state alone
+            _print_mate(mate, "")
+        for sub in subagents.get(mate.name, []):
+            _print_mate(sub, "│   │   " if tree.hosts else "│   ")
+
+
+def _print_thread(mate: MateTree) -> None:
+    thread = mate.thread
+    task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
+    where = f"thread {thread.tid} {thread.name}" if thread else "thread -"
+    cpu = f"cpu {thread.cpu_seconds:.1f}s" if thread else ""
+    print(f"│   ├─ {mate.name:<14} {where:<28} {mate.state:<8} {cpu}  unread {mate.unread}  {task}")
 
 
 def _print_mate(mate: MateTree, indent: str) -> None:

@@ -40,6 +40,15 @@ class ProcInfo(msgspec.Struct, kw_only=True):
     depth: int = 0  # below the teammate: 1 = its child, 2 = a grandchild…
 
 
+class ThreadInfo(msgspec.Struct, kw_only=True):
+    """An in-process teammate: a thread of its host process."""
+
+    host_pid: int
+    tid: int  # the thread's native id (``ps -L`` shows it)
+    name: str  # the kernel's name for it (``at:{teammate}``, cut to 15 bytes)
+    cpu_seconds: float  # its CPU time, user and system
+
+
 class TaskRef(msgspec.Struct, kw_only=True):
     id: str
     subject: str
@@ -57,6 +66,8 @@ class MateTree(msgspec.Struct, kw_only=True):
     process: ProcInfo | None = None
     children: list[ProcInfo] = []
     host: str = ""  # the host it runs on, in a team on the engine
+    backend: str = ""
+    thread: ThreadInfo | None = None  # in-process: its thread in its host (the host is in hosts)
 
 
 class TeamTree(msgspec.Struct, kw_only=True):
@@ -65,6 +76,7 @@ class TeamTree(msgspec.Struct, kw_only=True):
     supervisor: ProcInfo | None = None
     forkserver: ProcInfo | None = None
     lead: ProcInfo | None = None
+    hosts: list[ProcInfo] = []  # in-process hosts: their teammates are threads of these
     wake: str = ""
     host: str = ""  # this host's name, in a team on the engine
     teammates: list[MateTree] = []
@@ -160,6 +172,21 @@ def _below(pid: int, kids: Kids) -> list[tuple[int, int]]:
     return out
 
 
+def thread_of(host_pid: int, tid: int) -> ThreadInfo | None:
+    """Thread ``tid`` of process ``host_pid``, or None if it is gone."""
+    try:
+        times = next((t for t in _process(host_pid).threads() if t.id == tid), None)
+        with open(f"/proc/{host_pid}/task/{tid}/comm") as comm:
+            name = comm.read().strip()
+    except (psutil.Error, OSError):
+        return None
+    if times is None:
+        return None
+    return ThreadInfo(
+        host_pid=host_pid, tid=tid, name=name, cpu_seconds=round(times.user_time + times.system_time, 2)
+    )
+
+
 def descendants(pid: int, kids: Kids | None = None) -> list[ProcInfo]:
     """Every process below ``pid``, each with its depth (1 = child), parents before children."""
     below = _below(pid, kids if kids is not None else process_table())
@@ -212,6 +239,9 @@ def team_tree(
     by_id = {t.id: t for t in tasks}
     kids = kids if kids is not None else process_table()
     seen = shown(status, rows)
+    for host_pid in sorted({m.host_pid for m in status.teammates if m.host_pid}):
+        if (host := describe(host_pid)) is not None:
+            tree.hosts.append(host)
     for mate in status.teammates:
         full = seen is None or mate.name in seen
         task = by_id.get(mate.task) if mate.task else owned.get(mate.name)
@@ -224,8 +254,11 @@ def team_tree(
             parent=mate.parent,
             unread=_unread(team, mate.name) if full else 0,
             task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+            backend=mate.backend,
         )
-        if mate.pid and full:
+        if mate.host_pid and mate.thread and full:  # a thread of its host, not a process
+            entry.thread = thread_of(mate.host_pid, mate.thread)
+        elif mate.pid and full and mate.backend != "in-process":
             entry.process = describe(mate.pid)
             entry.children = descendants(mate.pid, kids)
         entry.host = team.host

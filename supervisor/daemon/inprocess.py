@@ -24,8 +24,9 @@ from pathlib import Path
 import msgspec
 
 from ipc.errors import AgentTeamsError
-from ipc.host_protocol import Ended, Start, Stop
+from ipc.host_protocol import Report, Running, Start, Stop
 from ipc.launch import LaunchSpec
+from ipc.replies import TeammateStatus
 from supervisor.daemon.reactor import Reactor
 
 log = logging.getLogger("agentteams.supervisor")
@@ -42,6 +43,7 @@ class InProcess:
         self.sock: socket.socket | None = None
         self.ids = itertools.count(FIRST_ID)
         self.by_id: dict[int, str] = {}
+        self.threads: dict[str, int] = {}  # teammate -> its thread's native id in the host
         self.on_exit: Callable[[int, int], None] = lambda pid, status: None  # set by the supervisor
 
     def owns(self, pid: int) -> bool:
@@ -62,6 +64,12 @@ class InProcess:
 
     def handle(self, spec: LaunchSpec) -> str:
         return f"in-process:{self.host_pid}"
+
+    def place(self, status: TeammateStatus) -> TeammateStatus:
+        """An in-process teammate's status, with its host's pid and its thread's id."""
+        if status.backend != "in-process" or status.pid is None or status.pid not in self.by_id:
+            return status
+        return msgspec.structs.replace(status, host_pid=self.host_pid, thread=self.threads.get(status.name))
 
     # ------------------------------------------------------------ the host
 
@@ -107,7 +115,11 @@ class InProcess:
         if not data:
             self._drop_socket()  # the host is gone; its reaping says how
             return
-        ended = msgspec.msgpack.decode(data, type=Ended)
+        ended = msgspec.msgpack.decode(data, type=Report)
+        if isinstance(ended, Running):
+            self.threads[ended.name] = ended.thread
+            return
+        self.threads.pop(ended.name, None)
         for number, name in list(self.by_id.items()):
             if name == ended.name:
                 del self.by_id[number]
@@ -125,6 +137,7 @@ class InProcess:
         self._drop_socket()
         self.host_pid = None
         ended, self.by_id = self.by_id, {}
+        self.threads.clear()
         for number in ended:
             self.on_exit(number, status)
 

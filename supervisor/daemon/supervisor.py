@@ -333,7 +333,7 @@ class Supervisor:
             task_wakes=self.router.task_wakes,
             lead_checks=self.lead.checks,
             lead_check_seconds=self.lead.check_seconds,
-            teammates=self.children.statuses() + self.outsiders.statuses(),
+            teammates=[self.threads.place(s) for s in self.children.statuses()] + self.outsiders.statuses(),
         )
 
     def _spawn(self, caller: control.Caller, options: TeammateOptions) -> None:
