@@ -83,7 +83,10 @@ class Panes:
         """Start ``spec`` in its pane: the one it had (a restart), else a new one."""
         argv = self._command(spec)
         pane = self.by_name.get(spec.agent_name)
-        if pane is not None and self.tmux.pane_exists(pane.pane_id):
+        if pane is not None and not self.tmux.pane_exists(pane.pane_id):
+            self.close(spec.agent_name)  # gone (its server died): its id too, whether a new one comes or not
+            pane = None
+        if pane is not None:
             self.tmux.run("respawn-pane", "-k", "-t", pane.pane_id, "-c", self._cwd(spec), *argv)
             pid = int(self.tmux.query(pane.pane_id, "#{pane_pid}") or 0)
         else:
