@@ -248,9 +248,18 @@ def test_ps_finds_claude_code_teammates_under_a_claude_root(tmp_path: Path) -> N
         ],
     }
     (claude / "teams" / "cc" / "config.json").write_text(json.dumps(config))
-    fake = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "--agent-id", "alice@cc", "--team-name", "cc"]
-    )
+    argv = [
+        sys.executable,
+        "-c",
+        "import time; time.sleep(60)",
+        "--agent-id",
+        "alice@cc",
+        "--team-name",
+        "cc",
+    ]
+    fake = subprocess.Popen(argv, env={**os.environ, "CLAUDE_CONFIG_DIR": str(claude)})
+    # The same team name under another root is another team: not listed here.
+    stranger = subprocess.Popen(argv, env={**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "other")})
     try:
         found = wait_for(
             lambda: [
@@ -258,11 +267,14 @@ def test_ps_finds_claude_code_teammates_under_a_claude_root(tmp_path: Path) -> N
             ]
         )
         assert found[0]["agent_id"] == "alice@cc" and found[0]["member"] is True
+        listed = [p["pid"] for t in jcli(claude, "ps")["claude_code"] for p in t["processes"]]
+        assert fake.pid in listed and stranger.pid not in listed
         cli(claude, "team", "create", "x")  # writing takes Claude Code's own lock, and leaves none behind
         assert not (claude / "teams" / "x" / "config.json.lock").exists()
     finally:
-        fake.kill()
-        fake.wait()
+        for proc in (fake, stranger):
+            proc.kill()
+            proc.wait()
 
 
 def test_sigterm_to_run_brings_the_team_down(root: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 import psutil
@@ -31,8 +32,10 @@ class ClaudeTeam(msgspec.Struct, kw_only=True):
     processes: list[ClaudeProcess] = []
 
 
-def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
-    """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``."""
+def claude_code_processes(team: str | None = None, root: str | None = None) -> list[tuple[int, str]]:
+    """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``;
+    with ``root``, only those whose Claude Code root is that one (a team of the same name
+    under another root is another team)."""
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = command_line_args(proc.info.get("cmdline") or [])
@@ -42,9 +45,26 @@ def claude_code_processes(team: str | None = None) -> list[tuple[int, str]]:
         if index + 1 >= len(cmdline) or "@" not in cmdline[index + 1]:
             continue
         agent_id = cmdline[index + 1]
-        if team is None or agent_id.partition("@")[2] == team:
-            found.append((proc.info["pid"], agent_id))
+        if team is not None and agent_id.partition("@")[2] != team:
+            continue
+        if root is not None and _claude_root(proc) not in (None, Path(root).resolve()):
+            continue
+        found.append((proc.info["pid"], agent_id))
     return found
+
+
+def _claude_root(proc: psutil.Process) -> Path | None:
+    """Where a ``claude`` process keeps its teams: ``$CLAUDE_CONFIG_DIR``, else
+    ``$HOME/.claude``; None when its environment cannot be read (then it is not ruled out)."""
+    try:
+        env = proc.environ()
+    except (psutil.Error, OSError):
+        return None
+    where = env.get("CLAUDE_CONFIG_DIR") or (f"{env['HOME']}/.claude" if env.get("HOME") else "")
+    try:
+        return Path(where).resolve() if where else None
+    except OSError:
+        return None
 
 
 def lead_verify_keys(team: str) -> list[str]:
@@ -81,7 +101,7 @@ def claude_code_teams(
 ) -> list[ClaudeTeam]:
     """Teams under ``root`` that Claude Code runs: those with a lead session record
     (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
-    procs = claude_code_processes(team)
+    procs = claude_code_processes(team, root)
     by_team: dict[str, list[ClaudeProcess]] = {}
     names = {c.name: c for c in configs}
     for pid, agent_id in procs:
