@@ -52,9 +52,8 @@ class AgentRunner:
         # settings files' defaultMode; an agent given none accepts edits inside its cwd
         # (see agentproc.permissions).
         settings = claude_settings.load(self.ctx.cwd)
-        self.ctx.permission_mode = (
-            spec.permission_mode or definition.permission_mode or settings.default_mode or "acceptEdits"
-        )
+        own_mode = definition.permission_mode if definition.permission_mode != "bubble" else None
+        self.ctx.permission_mode = spec.permission_mode or own_mode or settings.default_mode or "acceptEdits"
         self.ctx.rules = settings.rules
         self.ctx.rules.add("deny", [*definition.denied, *(r for r in disallowed if r.specifier)])
         self.ctx.rules.add("allow", allowed)
@@ -71,6 +70,8 @@ class AgentRunner:
         self.tools: ToolBox = toolbox_for(self.ctx, definition, policy, extra=list(extra))
         model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
         self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+        self.ctx.model_spec = model_spec
+        self.ctx.request_base = lambda: (str(getattr(self.model, "system", "")), self.tools.schemas())
         if pane.in_pane(spec):
             self.ctx.show = pane.show
             pane.show(f"{spec.agent_name}@{spec.team_name} ({spec.model}) in {spec.cwd}", "●")

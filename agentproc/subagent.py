@@ -10,7 +10,7 @@ one of its own to ask (Claude Code denies a background subagent's requests the s
 
 from __future__ import annotations
 
-from agentproc import hooks
+from agentproc import fork, hooks
 from agentproc.channel import Channel
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
 from agentproc.permissions import NoAskPolicy
@@ -27,8 +27,20 @@ MAX_STOP_BLOCKS = 5  # then it ends anyway, as a teammate goes idle after as man
 
 class SubagentRun(AgentRunner):
     def __init__(self, spec: LaunchSpec, channel: Channel, model: Model | None = None) -> None:
+        base = None
+        if spec.fork:  # before the model reads its conversation: it starts as its parent's
+            record = subagents.read(spec.team_paths(), spec.agent_name)
+            base = fork.base_of(spec, record)
+            fork.seed(spec, record)
         # A subagent gets no delegation tools: the roster is flat (Claude Code does the same).
-        super().__init__(spec, channel, policy=NoAskPolicy(), model=model, withheld=DELEGATION)
+        # A fork keeps its parent's (their definitions are part of the prefix) but they refuse.
+        policy = NoAskPolicy()
+        super().__init__(spec, channel, policy=policy, model=model, withheld=() if base else DELEGATION)
+        if base is not None:
+            self.tools = fork.ForkToolBox(self.ctx, list(self.tools.tools.values()), policy, base.tools)
+            if isinstance(getattr(self.model, "system", None), str):
+                self.model.system = base.system  # type: ignore[attr-defined]
+            self.initial_prompt = ""
 
     def run(self) -> int:
         self.hello()
@@ -36,6 +48,8 @@ class SubagentRun(AgentRunner):
         about = {"agent_id": self.name, "agent_type": self.spec.agent_type}
         started = hooks.run(self.ctx, "SubagentStart", about)  # what it adds, the subagent is told
         prompt = f"{record.prompt}\n\n{started.context}" if started.context else record.prompt
+        if self.spec.fork:
+            prompt = fork.directive(prompt)
         turn = Turn(kind="user", text=prompt, sender=self.spec.parent, content=record.prompt)
         self.ctx.channel.state("running")
         while True:

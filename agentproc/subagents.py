@@ -121,11 +121,13 @@ def start_resumed(
         prompt=prompt,
         description=result.description,
         agent_type=result.agent_type,
-        parent_model=ctx.spec.model,
+        # A fork goes on in its parent's model, as it began.
+        parent_model=ctx.model_spec if result.fork and ctx.model_spec else ctx.spec.model,
         parent_permission_mode=ctx.permission_mode,
         background=background,
         resume=result.id,
         tool_use_id=ctx.tool_use_id,
+        fork=result.fork,
     )
     deadline = time.monotonic() + 10
     while True:

@@ -15,6 +15,7 @@ import msgspec
 
 from agentproc.conversation import add, has_tool_use
 from ipc.clock import now_iso
+from ipc.errors import NotFound
 from ipc.paths import TeamPaths
 from ipc.storage import append_line, lines_from_end
 
@@ -48,6 +49,18 @@ class Transcript:
         to a valid resumable state: a trailing assistant tool_use without its results is
         dropped. Read backwards to that compaction: a resume costs what came after it, not
         the whole history above it."""
+        messages = self._replay()
+        if messages and _unanswered(messages[-1]):
+            messages.pop()
+        return messages
+
+    def through(self, tool_use_id: str) -> list[dict[str, Any]]:
+        """The conversation up to the assistant message that made the call ``tool_use_id``,
+        that message included (its tool results are not written yet): what a fork of this
+        agent, started by that call, continues from. NotFound if no such call is there."""
+        return self._replay(until=tool_use_id)
+
+    def _replay(self, until: str = "") -> list[dict[str, Any]]:
         since: list[dict[str, Any]] = []  # newest first
         messages: list[dict[str, Any]] = []
         for line in lines_from_end(self.path):
@@ -66,8 +79,10 @@ class Transcript:
             if messages and _unanswered(messages[-1]) and not _answers(message):
                 messages.pop()  # its tool results were never written: killed mid-tool
             add(messages, message)  # a turn that got no answer, then the next: one user message
-        if messages and _unanswered(messages[-1]):
-            messages.pop()
+            if until and message["role"] == "assistant" and until in _tool_use_ids(message["content"]):
+                return messages
+        if until:
+            raise NotFound(f"no call {until!r} in the transcript {self.path.name}")
         return messages
 
 
@@ -80,3 +95,9 @@ def _answers(message: dict[str, Any]) -> bool:
     return isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     )
+
+
+def _tool_use_ids(content: Any) -> set[str]:
+    if not isinstance(content, list):
+        return set()
+    return {str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"}

@@ -3,7 +3,8 @@
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
 ``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
 every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``, ``background``,
-``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks`` (and ``effort``,
+``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks``, agentteams' ``forkSubagent``
+(this agent's fork gate) (and ``effort``,
 ``mcpServers``, read but not applied); the body is the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
 is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
 are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
@@ -73,6 +74,7 @@ class AgentDefinition:
     hooks: dict[str, Any] = field(default_factory=dict, compare=False)  # its own hooks, as settings'
     effort: str | None = None  # read, not sent (see the README)
     mcp_servers: tuple[Any, ...] = ()  # read, not started (see the README)
+    fork_subagent: bool | None = None  # forkSubagent: this agent's fork gate (None: the team's)
     source: str = field(default="builtin", compare=False)
 
 
@@ -143,6 +145,9 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
     background = meta.get("background", False)
     if not isinstance(background, bool):
         raise ValueError("'background' must be true or false")
+    fork = meta.get("forkSubagent")
+    if fork is not None and not isinstance(fork, bool):
+        raise ValueError("'forkSubagent' must be true or false")
     memory = meta.get("memory")
     if memory is not None and memory not in MEMORY_SCOPES:
         raise ValueError(f"'memory' must be one of {', '.join(MEMORY_SCOPES)}")
@@ -174,6 +179,7 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         else tuple(mcp.items())
         if isinstance(mcp, dict)
         else (),
+        fork_subagent=fork,
         source=source,
     )
 

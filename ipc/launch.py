@@ -65,6 +65,9 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     nofile: int = 0  # the open-file soft limit to run with (its supervisor may have raised its own)
     allowed_tools: str = ""  # Claude Code's --allowedTools: allow rules
     disallowed_tools: str = ""  # Claude Code's --disallowedTools: tools withheld, deny rules
+    fork_subagents: bool = False  # the team's fork gate: an Agent call without a type forks this agent
+    fork: bool = False  # a subagent that is a fork worker (its parent's conversation, tools and model)
+    bubble: bool = False  # a subagent whose permission requests go up to its parent
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -172,6 +175,7 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     teammate_mode: TeammateMode = "process"
     tmux_server: str = ""  # "": $TMUX's server (inside tmux) or tmux's default; NAME: -L NAME; PATH: -S PATH
     tmux_pane: str = ""  # the caller's pane, that teammates' panes are split beside (inside tmux)
+    fork_subagents: bool = False  # the fork gate: an Agent call without subagent_type forks its caller
 
     HELP: ClassVar[dict[str, str]] = {
         "wake": "zmq: wake over sockets; poll: Claude Code's 500 ms inbox poll",
@@ -189,6 +193,8 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         "tmux_server": "the tmux server for teammates' panes: a socket name (tmux -L) or path (tmux -S); "
         "default: yours inside tmux, else tmux's default",
         "tmux_pane": "the pane teammates' panes are split beside (default: $TMUX_PANE)",
+        "fork_subagents": "an Agent call without subagent_type forks the calling agent (its conversation, "
+        "tools and model, in the background) instead of starting a general-purpose subagent",
     }
 
     def checked(self) -> SupervisorOptions:

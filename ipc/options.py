@@ -96,3 +96,7 @@ class SubagentOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = ""  # what its parent calls it (SendMessage finds it by it)
     tool_use_id: str = ""  # the parent's Agent call
     background: bool = False
+    fork: bool = (
+        False  # a fork of its parent: the parent's conversation up to tool_use_id, its tools, its model
+    )
+    bubble: bool = False  # its permission requests go up to its parent (a fork's always do)

@@ -128,6 +128,15 @@ class TeamPaths:
     def subagent_result(self, subagent: str) -> Path:
         return self.team_dir / "subagents" / f"{normalise_agent_name(subagent)}.json"
 
+    def fork_base(self, parent: str, tool_use_id: str) -> Path:
+        """What a fork of ``parent`` started by its call ``tool_use_id`` is sent as its parent
+        was: the system prompt and tool definitions (ipc.subagents.ForkBase)."""
+        return (
+            self.team_dir
+            / "forks"
+            / f"{normalise_agent_name(parent)}.{normalise_agent_name(tool_use_id)}.json"
+        )
+
     @property
     def plans(self) -> Path:
         return self.team_dir / "plans"

@@ -91,6 +91,8 @@ class SubagentResult(msgspec.Struct, kw_only=True):
     inbox: list[str] = []  # messages from its parent for its next turn
     tokens: int = 0  # every token of its requests, over all its runs
     tool_uses: int = 0  # of its latest run
+    fork: bool = False  # a fork of its parent (agentproc.fork)
+    fork_call: str = ""  # a fork's: the parent's Agent call it was forked at (where its conversation starts)
 
 
 # Why a lead stopped: ``done`` only when every task of the team completed; ``failed`` when a

@@ -4,6 +4,8 @@ whole."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from ipc.boundary import decode_errors
@@ -17,6 +19,18 @@ from ipc.schemas import dump_json
 from ipc.storage import atomic_write, read_bytes
 
 _decoder = msgspec.json.Decoder(SubagentResult)
+
+
+class ForkBase(msgspec.Struct, kw_only=True):
+    """What a fork's requests begin with, as its parent's did when it forked: the parent's
+    system prompt and tool definitions, byte for byte (its conversation is read from the
+    parent's transcript), so the fork's first request reads the parent's cached prefix."""
+
+    system: str
+    tools: list[dict[str, Any]]
+
+
+_fork_decoder = msgspec.json.Decoder(ForkBase)
 MAX_RESULT_CHARS = 100_000  # Claude Code's maxResultSizeChars for a subagent's result
 # The supervisor's answer to a resume of a subagent that has recorded its end but whose
 # process has not exited yet: the parent tries again (it comes within milliseconds).
@@ -164,5 +178,20 @@ def begin(paths: TeamPaths, record: SubagentResult, subagent: str, options: Suba
             name=options.name or record.name,
             tool_use_id=options.tool_use_id,
             inbox=[],
+            fork=options.fork or record.fork,
+            fork_call=record.fork_call or (options.tool_use_id if options.fork else ""),
         ),
     )
+
+
+def write_fork_base(paths: TeamPaths, parent: str, tool_use_id: str, base: ForkBase) -> None:
+    atomic_write(paths.fork_base(parent, tool_use_id), dump_json(base))
+
+
+def read_fork_base(paths: TeamPaths, parent: str, tool_use_id: str) -> ForkBase:
+    path = paths.fork_base(parent, tool_use_id)
+    data = read_bytes(path)
+    if data is None:
+        raise NotFound(f"no fork base of {parent!r}'s call {tool_use_id!r} in team {paths.team!r}")
+    with decode_errors(path, "fork base"):
+        return _fork_decoder.decode(data)

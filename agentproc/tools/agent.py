@@ -9,15 +9,15 @@ tool result) or with ``run_in_background`` (the result arrives later as a
 
 from __future__ import annotations
 
-from agentproc import subagents
+from agentproc import fork, subagents
 from agentproc.context import AgentContext
 from agentproc.tools import shells
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
 from ipc.agents import resolve as resolve_agent_type
 from ipc.options import SubagentOptions, TeammateOptions
-from ipc.replies import SpawnReply, SubagentResult
-from ipc.subagents import MAX_RESULT_CHARS, usage_text
+from ipc.replies import SpawnReply, SubagentReply, SubagentResult
+from ipc.subagents import MAX_RESULT_CHARS, ForkBase, usage_text, write_fork_base
 from ipc.subagents import find as find_subagent
 from ipc.subagents import read as read_result
 from ipc.tool_inputs import AgentInput, AgentMode, TaskOutputInput, TaskStopInput
@@ -34,6 +34,8 @@ def _permission(mode: AgentMode | None) -> tuple[str, bool]:
 
 
 def _agent(ctx: AgentContext, args: AgentInput) -> str:
+    if ctx.spec.fork:
+        raise ToolFailure(fork.NO_FORK)
     if ctx.spec.role == "subagent":
         raise ToolFailure("a subagent cannot start teammates or subagents (the roster is flat)")
     if args.name and not args.resume and ctx.spec.role == "lead":
@@ -50,6 +52,8 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             raise ToolFailure(f"{args.resume} is still running: send it a message with SendMessage instead")
         background = args.run_in_background or resolve_agent_type(record.agent_type, ctx.cwd).background
         started = subagents.start_resumed(ctx, record, args.prompt, background=background)
+    elif not args.subagent_type and _fork_gate(ctx):
+        return _fork(ctx, args)
     else:
         agent_type = args.subagent_type or "general-purpose"
         # Either the call or the agent's definition (background: true) makes it asynchronous.
@@ -76,20 +80,59 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             ),
         )
     if background:
-        return as_json(
-            {
-                "status": "async_launched",
-                "agentId": started.id,
-                "description": args.description,
-                "prompt": args.prompt,
-                "outputFile": started.output_file,
-                "canReadOutputFile": True,
-                "message": "Running in the background; its result arrives as a <task-notification>.",
-            }
-        )
+        return _launched(args, started)
     result = subagents.wait(ctx, started.id)
     subagents.mark_notified(ctx, result)
     return _sync_result(result)
+
+
+def _fork_gate(ctx: AgentContext) -> bool:
+    """Whether an Agent call without a type forks this agent: its definition's
+    ``forkSubagent`` if it says, else the team's gate."""
+    own = resolve_agent_type(ctx.spec.agent_type, ctx.cwd).fork_subagent
+    return ctx.spec.fork_subagents if own is None else own
+
+
+def _fork(ctx: AgentContext, args: AgentInput) -> str:
+    """A fork of this agent, always in the background: its requests begin as this agent's
+    do now (system prompt, tool definitions, conversation through this call), in its model."""
+    if ctx.request_base is None or not ctx.model_spec:
+        raise ToolFailure("this agent cannot be forked (it has no model conversation); give a subagent_type")
+    system, tools = ctx.request_base()
+    write_fork_base(ctx.paths, ctx.name, ctx.tool_use_id, ForkBase(system=system, tools=tools))
+    started = subagents.start(
+        ctx,
+        SubagentOptions(
+            parent=ctx.name,
+            prompt=args.prompt,
+            description=args.description,
+            agent_type=ctx.spec.agent_type,
+            model=ctx.model_spec,
+            parent_model=ctx.model_spec,
+            # A delegating lead's fork does the work, in a subagent's usual mode.
+            permission_mode=ctx.permission_mode if ctx.permission_mode != "delegate" else "acceptEdits",
+            parent_permission_mode=ctx.permission_mode,
+            background=True,
+            name=args.name or "",
+            tool_use_id=ctx.tool_use_id,
+            fork=True,
+        ),
+    )
+    return _launched(args, started)
+
+
+def _launched(args: AgentInput, started: SubagentReply) -> str:
+    return as_json(
+        {
+            "status": "async_launched",
+            "agentId": started.id,
+            "description": args.description,
+            "prompt": args.prompt,
+            "outputFile": started.output_file,
+            "canReadOutputFile": True,
+            "message": "Running in the background; its result arrives as a <task-notification>.",
+        }
+    )
 
 
 def _sync_result(result: SubagentResult) -> str:

@@ -43,7 +43,9 @@ def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool
         raise InvalidInput(f"--timeout {timeout:g}: give a number of seconds above 0")
 
 
-def lead_spec(team: TeamHandle, model: str, permission_mode: str = "") -> LaunchSpec:
+def lead_spec(
+    team: TeamHandle, model: str, permission_mode: str = "", fork_subagents: bool = False
+) -> LaunchSpec:
     """The lead agent of ``team``: Claude Code's lead has no color; it works in the cwd the
     team was created with (else in ours), in ``permission_mode``, which the teammates it
     spawns inherit."""
@@ -57,6 +59,7 @@ def lead_spec(team: TeamHandle, model: str, permission_mode: str = "") -> Launch
         parent_session_id=config.lead_session_id,
         model=model,
         permission_mode=check_permission_mode(permission_mode),
+        fork_subagents=fork_subagents,
         root=str(team.root),
         cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
         role="lead",
@@ -77,6 +80,7 @@ class LeadRun:
         verbose: bool,
         owns_team: bool = False,
         permission_mode: str = "",
+        fork_subagents: bool = False,
     ) -> None:
         check_lead(prompt, model, timeout, interactive)
         check_permission_mode(permission_mode)
@@ -88,7 +92,7 @@ class LeadRun:
             # lead's: default, as Claude Code maps them).
             planning = permission_mode in ("plan", "delegate")
             handed = "default" if planning else permission_mode or "acceptEdits"
-            team.up(lead_permission_mode=handed)
+            team.up(lead_permission_mode=handed, fork_subagents=fork_subagents)
         else:
             lead = team.status().lead_pid
             if lead is not None:
@@ -97,7 +101,7 @@ class LeadRun:
         self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
         self.result_file = self.result_dir / "result.json"
         launch = LeadLaunch(
-            spec=lead_spec(team, model, permission_mode),
+            spec=lead_spec(team, model, permission_mode, fork_subagents),
             result_file=str(self.result_file),
             prompt=prompt,
             timeout=timeout,

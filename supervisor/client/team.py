@@ -227,12 +227,14 @@ class Team(TeamHandle):
         verbose: bool = False,
         keep: bool = True,
         permission_mode: str = "",
+        fork_subagents: bool = False,
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
         every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
-        the teammates it spawns inherit."""
+        the teammates it spawns inherit. ``fork_subagents``: the fork gate (an Agent call
+        without a type forks the caller), for the lead and, in a supervisor this starts, the team."""
         run = LeadRun(
             self,
             prompt,
@@ -242,6 +244,7 @@ class Team(TeamHandle):
             verbose=verbose,
             owns_team=not keep,
             permission_mode=permission_mode,
+            fork_subagents=fork_subagents,
         )
         return run.wait()
 

@@ -41,6 +41,7 @@ class TeamContext:
             supervisor_pid=self.supervisor_pid,
             claude_peers=self.options.claude_peers,
             nofile=self.nofile,
+            fork_subagents=self.options.fork_subagents,
             **fields,  # type: ignore[arg-type]
         )
 
@@ -109,12 +110,16 @@ def subagent_spec(
     )
     definition = resolve_agent_type(options.agent_type, Path(cwd))
     model = options.model
-    if model == "inherit":  # the agent definition's model, else the parent's, as Claude Code resolves it
+    if options.fork:  # the parent's own model and mode, so that its requests share the parent's prefix
+        model = options.parent_model or model
+    elif model == "inherit":  # the agent definition's model, else the parent's, as Claude Code resolves it
         if definition.model and definition.model != "inherit":
             model = definition.model
         else:
             model = options.parent_model or (parent.model if parent is not None else "") or "offline"
     check_model(model)
+    # permissionMode: bubble is no mode of its own: it decides as its parent would, and asks its parent.
+    own_mode = definition.permission_mode if definition.permission_mode != "bubble" else None
     sub_id = options.resume or f"sub-{secrets.token_hex(4)}"
     return ctx.base(
         agent_id=agent_id(sub_id, ctx.team),
@@ -125,10 +130,12 @@ def subagent_spec(
         cwd=cwd,
         # Claude Code: a forced mode, else the definition's permissionMode, else the parent's.
         permission_mode=options.permission_mode
-        or definition.permission_mode
+        or own_mode
         or options.parent_permission_mode
         or (parent.permission_mode if parent is not None else ""),
         role="subagent",
         parent=options.parent,
         subagent_id=sub_id,
+        fork=options.fork,
+        bubble=options.fork or options.bubble or definition.permission_mode == "bubble",
     )
