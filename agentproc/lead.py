@@ -25,9 +25,9 @@ from pathlib import Path
 
 import msgspec
 
-from agentproc import subagents
+from agentproc import bubble, subagents
 from agentproc.channel import Wakeup, engine_listener
-from agentproc.lead_turns import render_batch
+from agentproc.lead_turns import permission_prompt, render_batch
 from agentproc.models import Model, Turn, TurnOutcome
 from agentproc.permissions import NoAskPolicy
 from agentproc.runner import AgentRunner
@@ -162,6 +162,10 @@ class LeadLoop(AgentRunner):
             self.result.messages += len(messages)
             text = render_batch(messages, events, frozenset(unverified), refusals)
             return Turn(kind="inbox", text=text, sender="", content=text, batch=tuple(messages))
+        asked = bubble.answer_pending(self.ctx, sorted(self.ctx.background), can_take_turn=True)
+        if asked is not None:  # a subagent's request the lead's own mode would ask about: its model answers
+            text = permission_prompt(asked)
+            return Turn(kind="inbox", text=text, sender=asked.agent_id, content=text)
         finished = subagents.next_notification(self.ctx) if self.ctx.background else None
         if finished is not None:
             subagents.mark_notified(self.ctx, finished)

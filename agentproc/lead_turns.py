@@ -50,7 +50,7 @@ def _plan(body: PlanApprovalRequest) -> str:
     )
 
 
-def _permission(body: PermissionRequest) -> str:
+def permission_prompt(body: PermissionRequest) -> str:
     answer = {
         "type": "permission_response",
         "recipient": body.agent_id,
@@ -73,7 +73,7 @@ def render_message(message: InboxMessage, verified: bool = True) -> str:
     elif isinstance(body, PlanApprovalRequest):
         text = _plan(body)
     elif isinstance(body, PermissionRequest):
-        text = _permission(body)
+        text = permission_prompt(body)
     elif isinstance(body, ShutdownApproved):
         text = f"[shutdown approved] {body.from_} approved your shutdown request and is leaving the team."
     elif isinstance(body, ShutdownRejected):

@@ -23,7 +23,7 @@ import sys
 import time
 from collections import deque
 
-from agentproc import hooks, subagents
+from agentproc import bubble, hooks, subagents
 from agentproc.channel import Channel, Wakeup
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
 from agentproc.permissions import ModePolicy
@@ -167,6 +167,8 @@ class AgentLoop(AgentRunner):
         if held:
             return None
         if self.ctx.background:
+            # What its background subagents ask: answered by its mode, or passed on to the lead.
+            bubble.answer_pending(self.ctx, sorted(self.ctx.background), can_take_turn=False)
             finished = subagents.next_notification(self.ctx)
             if finished is not None:
                 subagents.mark_notified(self.ctx, finished)

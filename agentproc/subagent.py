@@ -11,9 +11,10 @@ one of its own to ask (Claude Code denies a background subagent's requests the s
 from __future__ import annotations
 
 from agentproc import fork, hooks
+from agentproc.bubble import BubblePolicy
 from agentproc.channel import Channel
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
-from agentproc.permissions import NoAskPolicy
+from agentproc.permissions import ModePolicy, NoAskPolicy
 from agentproc.runner import AgentRunner
 from ipc import subagents
 from ipc.launch import LaunchSpec
@@ -34,7 +35,8 @@ class SubagentRun(AgentRunner):
             fork.seed(spec, record)
         # A subagent gets no delegation tools: the roster is flat (Claude Code does the same).
         # A fork keeps its parent's (their definitions are part of the prefix) but they refuse.
-        policy = NoAskPolicy()
+        # Its permission requests go up to its parent (a fork's always), else what would ask is denied.
+        policy: ModePolicy = BubblePolicy() if spec.bubble else NoAskPolicy()
         super().__init__(spec, channel, policy=policy, model=model, withheld=() if base else DELEGATION)
         if base is not None:
             self.tools = fork.ForkToolBox(self.ctx, list(self.tools.tools.values()), policy, base.tools)

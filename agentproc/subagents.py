@@ -4,10 +4,12 @@ through the supervisor, wait for its result, and turn finished background ones i
 
 from __future__ import annotations
 
+import os
 import time
 
 import msgspec
 
+from agentproc import bubble
 from agentproc.context import AgentContext
 from ipc import control, subagents
 from ipc.errors import AgentTeamsError, SupervisorError
@@ -35,7 +37,43 @@ def wait(ctx: AgentContext, subagent: str, timeout: float | None = None) -> Suba
         remaining = 5.0 if deadline is None else deadline - time.monotonic()
         if remaining <= 0:
             return result
+        bubble.answer_pending(ctx, [subagent], can_take_turn=False)  # what it asks, meanwhile
         woke = ctx.channel.wait(min(remaining, 5.0))
+        ctx.frames.extend(woke.frames)
+
+
+def auto_background() -> float | None:
+    """Seconds after which a synchronous subagent goes on in the background (None: never)."""
+    value = float(os.environ.get("AGENTTEAMS_AUTO_BACKGROUND", "0") or 0)
+    return value if value > 0 else None
+
+
+def wait_foreground(ctx: AgentContext, subagent: str) -> SubagentResult | None:
+    """A synchronous subagent's result once it has ended, or None once it is moved to the
+    background while it works: by a person (``agentteams background``), by the auto-background
+    timeout, or because the lead must answer what it asks and can do so only between turns.
+    It then stays this agent's background subagent: its result comes as a notification."""
+    after = auto_background()
+    deadline = None if after is None else time.monotonic() + after
+    while True:
+        result = subagents.read(ctx.paths, subagent)
+        if result.status != "running":
+            return result
+        moved = result.background
+        if not moved and deadline is not None and time.monotonic() >= deadline:
+            moved = True
+        asked = bubble.answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
+        if asked is not None:  # the lead's model answers it in its next turn
+            ctx.bubbled.discard(asked.request_id)
+            moved = True
+        if moved:
+            try:
+                subagents.to_background(ctx.paths, subagent)
+            except AgentTeamsError:
+                continue  # it has just ended: its result, as usual
+            ctx.background.add(subagent)
+            return None
+        woke = ctx.channel.wait(5.0 if deadline is None else max(0.0, min(5.0, deadline - time.monotonic())))
         ctx.frames.extend(woke.frames)
 
 

@@ -251,6 +251,12 @@ class MemberRef(Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
 
 
+class SubagentRef(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A running subagent, by its id (``sub-…``)."""
+
+    subagent: str
+
+
 class SetMode(Struct, kw_only=True, forbid_unknown_fields=True):
     """Set a teammate's permission mode: at once if it runs, and when it is started again."""
 

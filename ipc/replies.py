@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from ipc.launch import Role, WakeMode
+from ipc.schemas import PermissionRequest
 from ipc.usage import TeamUsage
 
 SubagentStatus = Literal["running", "completed", "failed", "killed"]
@@ -71,6 +72,15 @@ class SubagentReply(msgspec.Struct, kw_only=True):
     output_file: str
 
 
+class BubbledAnswer(msgspec.Struct, kw_only=True):
+    """A parent's answer to its subagent's permission request (its own, or the lead's)."""
+
+    request_id: str
+    approved: bool
+    updated_input: dict[str, Any] = {}
+    reason: str = ""
+
+
 class SubagentResult(msgspec.Struct, kw_only=True):
     """``teams/{team}/subagents/{id}.json``: what a subagent came to, for its parent."""
 
@@ -93,6 +103,8 @@ class SubagentResult(msgspec.Struct, kw_only=True):
     tool_uses: int = 0  # of its latest run
     fork: bool = False  # a fork of its parent (agentproc.fork)
     fork_call: str = ""  # a fork's: the parent's Agent call it was forked at (where its conversation starts)
+    asking: PermissionRequest | None = None  # what it waits for its parent to allow (bubble)
+    answer: BubbledAnswer | None = None  # its parent's answer, until it takes it
 
 
 # Why a lead stopped: ``done`` only when every task of the team completed; ``failed`` when a

@@ -14,8 +14,8 @@ from ipc.errors import AgentTeamsError, Conflict, NotFound
 from ipc.locks import locked
 from ipc.options import SubagentOptions
 from ipc.paths import TeamPaths
-from ipc.replies import SubagentResult, SubagentStatus
-from ipc.schemas import dump_json
+from ipc.replies import BubbledAnswer, SubagentResult, SubagentStatus
+from ipc.schemas import PermissionRequest, dump_json
 from ipc.storage import atomic_write, read_bytes
 
 _decoder = msgspec.json.Decoder(SubagentResult)
@@ -74,6 +74,8 @@ def finish(
             tokens=current.tokens if tokens is None else tokens,
             tool_uses=tool_uses,
             inbox=[],
+            asking=None,
+            answer=None,
         )
         write(paths, done)
         return done
@@ -195,3 +197,50 @@ def read_fork_base(paths: TeamPaths, parent: str, tool_use_id: str) -> ForkBase:
         raise NotFound(f"no fork base of {parent!r}'s call {tool_use_id!r} in team {paths.team!r}")
     with decode_errors(path, "fork base"):
         return _fork_decoder.decode(data)
+
+
+def ask(paths: TeamPaths, subagent: str, request: PermissionRequest) -> None:
+    """A running subagent's permission request, for its parent to answer (bubble)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        write(paths, msgspec.structs.replace(current, asking=request, answer=None))
+
+
+def answer(paths: TeamPaths, subagent: str, reply: BubbledAnswer) -> bool:
+    """The parent's answer to the request its subagent is waiting on; False if it is not
+    waiting on that one (answered already, withdrawn, or ended)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        asking = current.asking
+        if asking is None or asking.request_id != reply.request_id or current.answer is not None:
+            return False
+        write(paths, msgspec.structs.replace(current, answer=reply))
+        return True
+
+
+def take_answer(
+    paths: TeamPaths, subagent: str, request_id: str, *, withdraw: bool = False
+) -> BubbledAnswer | None:
+    """The answer to ``request_id`` once given (the request is then closed); ``withdraw``:
+    close it anyway (the subagent stopped waiting)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        got = (
+            current.answer if current.answer is not None and current.answer.request_id == request_id else None
+        )
+        if got is not None or (withdraw and current.asking is not None):
+            write(paths, msgspec.structs.replace(current, asking=None, answer=None))
+        return got
+
+
+def to_background(paths: TeamPaths, subagent: str) -> SubagentResult:
+    """Move a running synchronous subagent to the background: its parent stops waiting and
+    hears of its result as a notification. It runs on as it was (nothing is run twice)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        if current.status != "running":
+            raise Conflict(f"subagent {subagent!r} is not running (it {current.status})")
+        if not current.background:
+            current = msgspec.structs.replace(current, background=True)
+            write(paths, current)
+        return current

@@ -9,14 +9,23 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agentproc import fork
+from agentproc import bubble, fork
+from agentproc.channel import PollChannel
+from agentproc.context import AgentContext
+from agentproc.tools.base import Decision
+from agentproc.tools.bash import BASH
 from agentproc.transcript import Transcript
 from ipc.agents import parse_definition
 from ipc.errors import NotFound
-from ipc.launch import LaunchSpec
+from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.paths import TeamPaths
+from ipc.permission_rules import Rule
 from ipc.replies import SubagentResult
-from ipc.subagents import ForkBase, read_fork_base, write_fork_base
+from ipc.schemas import PermissionRequest
+from ipc.subagents import ForkBase, read_fork_base, take_answer, write_fork_base
+from ipc.subagents import ask as put_ask
+from ipc.subagents import read as read_record
+from ipc.subagents import write as write_record
 
 CALL = [
     {"type": "text", "text": "Two helpers."},
@@ -92,8 +101,6 @@ def test_a_definition_sets_its_own_fork_gate_and_only_true_or_false() -> None:
 
 
 def test_the_fork_gate_is_a_team_option_passed_to_every_agent() -> None:
-    from ipc.launch import SupervisorOptions
-
     options = SupervisorOptions.from_argv(["--fork-subagents"])
     assert options.fork_subagents is True
     flags = spec(Path("/r"), "t")
@@ -101,3 +108,76 @@ def test_the_fork_gate_is_a_team_option_passed_to_every_agent() -> None:
     assert env["AGENTTEAMS_FORK_SUBAGENTS"] == "1" and env["AGENTTEAMS_FORK"] == "1"
     back = LaunchSpec.from_argv(flags.to_argv(), env)
     assert back.fork_subagents and back.fork
+
+
+def parent(root: Path, team: str, role: str) -> AgentContext:
+    name = "team-lead" if role == "lead" else "alice"
+    flags = LaunchSpec(
+        agent_id=f"{name}@{team}",
+        agent_name=name,
+        team_name=team,
+        agent_color="blue",
+        parent_session_id="s",
+        root=str(root),
+        cwd=str(root),
+        wake="poll",
+        role=role,  # type: ignore[arg-type]
+    )
+    return AgentContext(spec=flags, channel=PollChannel())
+
+
+def asking(ctx: AgentContext, sub: str, tool: str, args: dict[str, object]) -> PermissionRequest:
+    write_record(ctx.paths, SubagentResult(id=sub, parent=ctx.name))
+    request = PermissionRequest(
+        request_id=f"perm-{sub}", agent_id=sub, tool_name=tool, tool_use_id="u", description="d", input=args
+    )
+    put_ask(ctx.paths, sub, request)
+    return request
+
+
+def test_a_parent_answers_its_subagents_requests_by_its_own_mode_and_rules(
+    root: Path, team: str, tmp_path: Path
+) -> None:
+    ctx = parent(root, team, "lead")
+    ctx.rules.add("deny", [Rule("Bash", "rm:*")])
+    asking(ctx, "sub-in", "Read", {"file_path": str(root / "a.txt")})  # inside its cwd: allowed
+    asking(ctx, "sub-rm", "Bash", {"command": "rm -f x"})  # its own rule denies it
+    outside = asking(ctx, "sub-out", "Read", {"file_path": str(tmp_path / "elsewhere.txt")})
+    ids = ["sub-in", "sub-rm", "sub-out"]
+    # Waiting on a synchronous subagent, the lead cannot take a turn: denied, saying why.
+    assert bubble.answer_pending(ctx, ids, can_take_turn=False) is None
+    granted = take_answer(ctx.paths, "sub-in", "perm-sub-in")
+    assert granted is not None and granted.approved
+    refused = take_answer(ctx.paths, "sub-rm", "perm-sub-rm")
+    assert refused is not None and not refused.approved and "Bash(rm:*)" in refused.reason
+    busy = take_answer(ctx.paths, "sub-out", "perm-sub-out")
+    assert busy is not None and not busy.approved and busy.reason == bubble.LEAD_BUSY
+    # Free to take a turn, the lead puts what it would ask about itself to its model, once.
+    put_ask(ctx.paths, "sub-out", outside)
+    assert bubble.answer_pending(ctx, ids, can_take_turn=True) == outside
+    assert bubble.answer_pending(ctx, ids, can_take_turn=True) is None
+    assert not bubble.answer_from_lead(ctx, "sub-out", "perm-other", True, "")
+    assert bubble.answer_from_lead(ctx, "sub-out", outside.request_id, False, "not there")
+    told = take_answer(ctx.paths, "sub-out", outside.request_id)
+    assert told is not None and not told.approved and told.reason == "not there"
+    assert read_record(ctx.paths, "sub-out").asking is None
+
+
+def test_a_bypassing_parent_grants_what_its_subagent_asks_and_a_timeout_withdraws_the_request(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = parent(root, team, "teammate")
+    ctx.permission_mode = "bypassPermissions"
+    asking(ctx, "sub-1", "Bash", {"command": "curl https://example.com"})
+    assert bubble.answer_pending(ctx, ["sub-1"], can_take_turn=False) is None
+    got = take_answer(ctx.paths, "sub-1", "perm-sub-1")
+    assert got is not None and got.approved
+    # A subagent nobody answers is denied at the permission timeout, its request withdrawn.
+    monkeypatch.setenv("AGENTTEAMS_PERMISSION_TIMEOUT", "0.2")
+    sub = AgentContext(spec=msgspec.structs.replace(spec(root, team), wake="poll"), channel=PollChannel())
+    write_record(ctx.paths, SubagentResult(id="sub-1", parent="alice"))
+    approved, _, reason = bubble.BubblePolicy().ask(
+        sub, BASH, "u", {"command": "curl x"}, Decision("ask", "r")
+    )
+    assert not approved and "alice gave no answer" in reason
+    assert read_record(ctx.paths, "sub-1").asking is None

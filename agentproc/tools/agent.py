@@ -81,7 +81,9 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
         )
     if background:
         return _launched(args, started)
-    result = subagents.wait(ctx, started.id)
+    result = subagents.wait_foreground(ctx, started.id)
+    if result is None:
+        return _launched(args, started, moved=True)
     subagents.mark_notified(ctx, result)
     return _sync_result(result)
 
@@ -121,7 +123,8 @@ def _fork(ctx: AgentContext, args: AgentInput) -> str:
     return _launched(args, started)
 
 
-def _launched(args: AgentInput, started: SubagentReply) -> str:
+def _launched(args: AgentInput, started: SubagentReply, *, moved: bool = False) -> str:
+    said = "Moved to the background while it ran" if moved else "Running in the background"
     return as_json(
         {
             "status": "async_launched",
@@ -130,7 +133,7 @@ def _launched(args: AgentInput, started: SubagentReply) -> str:
             "prompt": args.prompt,
             "outputFile": started.output_file,
             "canReadOutputFile": True,
-            "message": "Running in the background; its result arrives as a <task-notification>.",
+            "message": f"{said}; its result arrives as a <task-notification>.",
         }
     )
 

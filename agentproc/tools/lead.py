@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agentproc import bubble
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
 from ipc import answers, control
@@ -87,9 +88,17 @@ def answer_permission(ctx: AgentContext, args: SendMessageInput) -> dict[str, An
     answers in the terminal): let the teammate's tool call run, or not."""
     recipient, request_id = needed(args.recipient, "recipient"), needed(args.request_id, "request_id")
     request = answers.find(ctx.mailbox, request_id)
-    if not isinstance(request, PermissionRequest):
-        raise ToolFailure(f"there is no permission request {request_id!r} in the lead's inbox")
     approved = args.approve
+    if not isinstance(request, PermissionRequest):
+        # One of the lead's own subagents asking (bubble): its answer goes into its record.
+        if bubble.answer_from_lead(ctx, recipient, request_id, approved, args.content or ""):
+            verdict = "granted" if approved else "denied"
+            return {
+                "success": True,
+                "message": f"Permission {verdict} to {recipient}",
+                "request_id": request_id,
+            }
+        raise ToolFailure(f"there is no permission request {request_id!r} in the lead's inbox")
     updates = request.permission_suggestions if approved and args.always else None
     response = answers.permission_answer(
         request, approved, permission_updates=updates, feedback=args.content or ""

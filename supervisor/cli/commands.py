@@ -171,6 +171,16 @@ def cmd_mode(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_background(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    try:
+        moved = ops.background_subagent(team, io.SubagentRef(subagent=args.subagent))
+    finally:
+        team.close()
+    emit(args, moved, f"{moved.id} goes on in the background; {moved.parent} hears of its result")
+    return 0
+
+
 def cmd_restart(args: argparse.Namespace) -> int:
     reply = ops.restart_teammate(open_team(args), io.MemberRef(name=args.name))
     emit(args, reply, f"restarted {reply.name} (pid {reply.pid})")
@@ -390,6 +400,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "spawn": cmd_spawn,
     "restart": cmd_restart,
     "mode": cmd_mode,
+    "background": cmd_background,
     "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,

@@ -20,17 +20,18 @@ import msgspec
 from ipc import answers, control, transcript_view, trust, worktrees
 from ipc import operations as io
 from ipc.clock import now_iso
-from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, Timeout
+from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
 from ipc.options import PERMISSION_MODES, TeammateOptions, check_permission_mode
 from ipc.paths import normalise_agent_name
 from ipc.readable import event_of
-from ipc.replies import SpawnReply, StopReply
+from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, ModeSetRequest, Task
 from ipc.task_rules import ClaimResult
 from ipc.usage import TeamUsage, team_usage
-from supervisor.client import outsiders
+from supervisor.client import members, outsiders
 from supervisor.client.handle import TeamHandle
+from supervisor.client.members import member_infos
 from supervisor.client.ps import TeamTree, elsewhere, team_tree
 from supervisor.client.waiting import take_for
 
@@ -88,38 +89,10 @@ def task_id(value: str) -> str:
 # ---------------------------------------------------------------- the team
 
 
-def _member_infos(team: TeamHandle) -> list[io.MemberInfo]:
-    config = team.config()
-    running = {}
-    if team.is_up():
-        try:
-            running = {t.name: t for t in team.status().teammates}
-        except AgentTeamsError:
-            pass  # it went down as we asked: the config still shows the members
-    infos = []
-    for m in config.members:
-        live = running.get(m.name)
-        infos.append(
-            io.MemberInfo(
-                name=m.name,
-                agent_id=m.agent_id,
-                agent_type=m.agent_type_name,
-                model=m.model_name,
-                color=m.color_name,
-                backend=m.backend_type if isinstance(m.backend_type, str) else "",
-                active=m.is_active if isinstance(m.is_active, bool) else None,
-                state=live.state if live else "",
-                pid=live.pid if live else None,
-                task=live.task if live else "",
-            )
-        )
-    return infos
-
-
 @operation("list_members", io.NoInput, io.Members)
 def list_members(team: TeamHandle, args: io.NoInput, actor: str) -> io.Members:
     """The team's members (the lead first), with what the running supervisor knows of each."""
-    return io.Members(members=_member_infos(team))
+    return io.Members(members=member_infos(team))
 
 
 @operation("team_status", io.NoInput, io.TeamSummary)
@@ -137,7 +110,7 @@ def team_status(team: TeamHandle, args: io.NoInput, actor: str) -> io.TeamSummar
         description=config.description_text,
         up=team.is_up(),
         supervisor=team.supervisor_pid(),
-        members=_member_infos(team),
+        members=member_infos(team),
         tasks=counts,
         pending_requests=len(answers.pending(team.state.mailbox(LEAD_NAME))),
     )
@@ -344,6 +317,13 @@ def restart_teammate(team: TeamHandle, args: io.MemberRef, actor: str) -> SpawnR
     team.require_up_for(team.member_host(args.name))
     reply: SpawnReply = team.call(control.Restart(id=control.new_id(), name=args.name), timeout=30)
     return reply
+
+
+@operation("background_subagent", io.SubagentRef, SubagentResult, writes=True, lead_only=True)
+def background_subagent(team: TeamHandle, args: io.SubagentRef, actor: str) -> SubagentResult:
+    """Move a running synchronous subagent to the background: its parent stops waiting (its
+    Agent call returns async_launched) and hears of the result as a <task-notification>."""
+    return members.to_background(team, args.subagent)
 
 
 @operation("set_mode", io.SetMode, io.ModeSet, writes=True, lead_only=True)

@@ -17,7 +17,7 @@ from ipc.engine import marker
 from ipc.errors import Timeout
 from ipc.options import Isolation, SpawnBackend, TeammateOptions
 from ipc.paths import normalise_agent_name
-from ipc.replies import LeadResult, SpawnReply, StopReply
+from ipc.replies import LeadResult, SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME
 from ipc.usage import Budget, TeamUsage, check_limit, read_budget, set_budget
 from ipc.worktrees import WorktreeDiff
@@ -178,6 +178,11 @@ class Team(TeamHandle):
             permission_updates=permission_updates,
         )
         return _plain(operations.answer_request(self, args))
+
+    def background(self, subagent: str) -> SubagentResult:
+        """Move a running synchronous subagent to the background: its parent's Agent call
+        returns at once and the result reaches the parent later as a notification."""
+        return operations.background_subagent(self, io.SubagentRef(subagent=subagent))
 
     def set_mode(self, name: str, mode: str) -> None:
         """Set a teammate's permission mode: it takes it before its next turn, and keeps it

@@ -1,0 +1,50 @@
+"""What the client side tells of the team's agents beside the table's operations: members
+with what the running supervisor knows of each, and the subagents a person may move."""
+
+from __future__ import annotations
+
+from ipc import operations as io
+from ipc import subagents
+from ipc.errors import AgentTeamsError
+from ipc.replies import SubagentResult
+from ipc.schemas import LEAD_NAME
+from ipc.wake import LEAD_AGENT
+from supervisor.client.handle import TeamHandle
+
+
+def member_infos(team: TeamHandle) -> list[io.MemberInfo]:
+    """The team's members (the lead first), with what the running supervisor knows of each."""
+    config = team.config()
+    running = {}
+    if team.is_up():
+        try:
+            running = {t.name: t for t in team.status().teammates}
+        except AgentTeamsError:
+            pass  # it went down as we asked: the config still shows the members
+    infos = []
+    for m in config.members:
+        live = running.get(m.name)
+        infos.append(
+            io.MemberInfo(
+                name=m.name,
+                agent_id=m.agent_id,
+                agent_type=m.agent_type_name,
+                model=m.model_name,
+                color=m.color_name,
+                backend=m.backend_type if isinstance(m.backend_type, str) else "",
+                active=m.is_active if isinstance(m.is_active, bool) else None,
+                state=live.state if live else "",
+                pid=live.pid if live else None,
+                task=live.task if live else "",
+            )
+        )
+    return infos
+
+
+def to_background(team: TeamHandle, subagent: str) -> SubagentResult:
+    """Mark a running subagent as moved to the background and ring its parent, which stops
+    waiting for it (Conflict if it is not running)."""
+    team.store.read()  # NotFound for a team that does not exist
+    moved = subagents.to_background(team.paths, subagent)
+    team.wake(LEAD_AGENT if moved.parent == LEAD_NAME else moved.parent)
+    return moved
