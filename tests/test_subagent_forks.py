@@ -12,9 +12,12 @@ import pytest
 from agentproc import bubble, fork
 from agentproc.channel import PollChannel
 from agentproc.context import AgentContext
+from agentproc.permissions import ModePolicy
+from agentproc.tools import toolbox_for
 from agentproc.tools.base import Decision
 from agentproc.tools.bash import BASH
 from agentproc.transcript import Transcript
+from ipc import agents
 from ipc.agents import parse_definition
 from ipc.errors import NotFound
 from ipc.launch import LaunchSpec, SupervisorOptions
@@ -181,3 +184,22 @@ def test_a_bypassing_parent_grants_what_its_subagent_asks_and_a_timeout_withdraw
     )
     assert not approved and "alice gave no answer" in reason
     assert read_record(ctx.paths, "sub-1").asking is None
+
+
+def test_launch_checks_a_denied_agent_type_is_an_error_and_an_in_process_teammate_starts_nothing_in_the_background(
+    root: Path, team: str
+) -> None:
+    ctx = parent(root, team, "teammate")
+    ctx.rules.add("deny", [Rule("Agent", "Explore")])
+    tools = toolbox_for(ctx, agents.resolve("general-purpose", ctx.cwd), ModePolicy())
+    denied = tools.call("Agent", {"description": "d", "prompt": "p", "subagent_type": "Explore"})
+    assert denied.is_error and "Agent(Explore) denies" in denied.content  # no other type instead
+    ctx.spec = msgspec.structs.replace(ctx.spec, backend="in-process")
+    for call in (
+        {"description": "d", "prompt": "p", "run_in_background": True},
+        {"description": "d", "prompt": "p"},  # with the fork gate on: a fork, which is in the background
+    ):
+        ctx.spec = msgspec.structs.replace(ctx.spec, fork_subagents="run_in_background" not in call)
+        refused = tools.call("Agent", call)
+        assert refused.is_error and "an in-process teammate cannot start background agents" in refused.content
+    assert not (ctx.paths.team_dir / "subagents").exists()  # nothing was started

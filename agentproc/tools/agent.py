@@ -40,6 +40,12 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
         raise ToolFailure("a subagent cannot start teammates or subagents (the roster is flat)")
     if args.name and not args.resume and ctx.spec.role == "lead":
         return _teammate(ctx, args)  # a teammate's name names its subagent instead
+    if ctx.spec.backend == "in-process" and _in_background(ctx, args):
+        # As Claude Code: a thread of the team's host process outlives none of its work.
+        raise ToolFailure(
+            "an in-process teammate cannot start background agents (or forks): run the subagent "
+            "synchronously (without run_in_background), or spawn this teammate as a process"
+        )
     if args.isolation:
         raise ToolFailure(
             "isolation 'worktree' is for teammates here (give a 'name'); a subagent works in its parent's cwd"
@@ -86,6 +92,15 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
         return _launched(args, started, moved=True)
     subagents.mark_notified(ctx, result)
     return _sync_result(result)
+
+
+def _in_background(ctx: AgentContext, args: AgentInput) -> bool:
+    """Whether the call would start (or resume) a subagent in the background."""
+    if args.run_in_background or (not args.subagent_type and not args.resume and _fork_gate(ctx)):
+        return True
+    record = find_subagent(ctx.paths, ctx.name, args.resume) if args.resume else None
+    agent_type = record.agent_type if record is not None else args.subagent_type or "general-purpose"
+    return resolve_agent_type(agent_type, ctx.cwd).background
 
 
 def _fork_gate(ctx: AgentContext) -> bool:
