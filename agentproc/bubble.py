@@ -33,10 +33,19 @@ LEAD_BUSY = (
 )
 
 
-def _ring(ctx: AgentContext, agent: str) -> None:
+def ring(ctx: AgentContext, agent: str) -> None:
+    """Wake ``agent`` (a parent, or a subagent) through its doorbell."""
     waker = ctx.channel.waker()
     if waker is not None:
         waker.wake(LEAD_AGENT if agent == LEAD_NAME else agent)
+
+
+def reply(ctx: AgentContext, subagent: str, answer: BubbledAnswer) -> bool:
+    """Answer ``subagent``'s request and wake it; False if it no longer waits for it."""
+    if not subagents.answer(ctx.paths, subagent, answer):
+        return False
+    ring(ctx, subagent)
+    return True
 
 
 class BubblePolicy(ModePolicy):
@@ -55,7 +64,7 @@ class BubblePolicy(ModePolicy):
             input=args,
         )
         subagents.ask(ctx.paths, ctx.name, request)
-        _ring(ctx, parent)
+        ring(ctx, parent)
         limit = timeout()
         deadline = time.monotonic() + limit
         while True:
@@ -72,20 +81,6 @@ class BubblePolicy(ModePolicy):
                 )
             woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
             ctx.frames.extend(woke.frames)
-
-
-def _tool(name: str) -> Tool[Any] | None:
-    from agentproc.tools import ALL_TOOLS  # the tools package imports the Agent tool, which imports this
-
-    return next((t for t in ALL_TOOLS if t.name == name), None)
-
-
-def reply(ctx: AgentContext, subagent: str, answer: BubbledAnswer) -> bool:
-    """Answer ``subagent``'s request and wake it; False if it no longer waits for it."""
-    if not subagents.answer(ctx.paths, subagent, answer):
-        return False
-    _ring(ctx, subagent)
-    return True
 
 
 def answer_pending(ctx: AgentContext, ids: list[str], *, can_take_turn: bool) -> PermissionRequest | None:
@@ -116,9 +111,10 @@ def _judge(
             request_id=request.request_id, approved=approved, updated_input=updated or {}, reason=reason
         )
 
-    tool = _tool(request.tool_name)
+    # Judged as the parent's own call of its own tool: a tool it lacks, it could not run either.
+    tool = ctx.tool_named(request.tool_name) if ctx.tool_named is not None else None
     if tool is None:
-        return answer(False, f"{ctx.name} knows no tool {request.tool_name!r}")
+        return answer(False, f"{ctx.name} has no tool {request.tool_name!r} to allow it")
     policy = ModePolicy()
     decision = policy.decide(ctx, tool, request.input)
     if decision.action == "allow":

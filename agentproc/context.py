@@ -48,6 +48,7 @@ class AgentContext:
     subagents_settled: set[str] = field(default_factory=set)  # ids never to look at again
     show: Callable[[str, str], None] | None = None  # (text, mark): a line for a person (a tmux pane)
     bubbled: set[str] = field(default_factory=set)  # its subagents' requests put to its model
+    tool_named: Callable[[str], Any] | None = None  # its own tool of a name (agentproc.tools.Tool), or None
     model_spec: str = ""  # the model it runs (what a fork of it runs)
     # (system prompt, tool definitions) its model's requests begin with now: what a fork is sent
     request_base: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None

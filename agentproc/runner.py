@@ -72,6 +72,7 @@ class AgentRunner:
         self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
         self.ctx.model_spec = model_spec
         self.ctx.request_base = lambda: (str(getattr(self.model, "system", "")), self.tools.schemas())
+        self.ctx.tool_named = lambda name: self.tools.tools.get(name)
         if pane.in_pane(spec):
             self.ctx.show = pane.show
             pane.show(f"{spec.agent_name}@{spec.team_name} ({spec.model}) in {spec.cwd}", "●")

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import os
 import time
+from types import ModuleType
 
 import msgspec
 
-from agentproc import bubble
 from agentproc.context import AgentContext
 from ipc import control, subagents
 from ipc.errors import AgentTeamsError, SupervisorError
 from ipc.options import SubagentOptions
 from ipc.replies import SubagentReply, SubagentResult
+
+
+def _bubble() -> ModuleType:
+    # Imported when used: it needs the permission policies, whose package imports this module.
+    from agentproc import bubble
+
+    return bubble
 
 
 def start(ctx: AgentContext, options: SubagentOptions) -> SubagentReply:
@@ -37,7 +44,7 @@ def wait(ctx: AgentContext, subagent: str, timeout: float | None = None) -> Suba
         remaining = 5.0 if deadline is None else deadline - time.monotonic()
         if remaining <= 0:
             return result
-        bubble.answer_pending(ctx, [subagent], can_take_turn=False)  # what it asks, meanwhile
+        _bubble().answer_pending(ctx, [subagent], can_take_turn=False)  # what it asks, meanwhile
         woke = ctx.channel.wait(min(remaining, 5.0))
         ctx.frames.extend(woke.frames)
 
@@ -62,7 +69,7 @@ def wait_foreground(ctx: AgentContext, subagent: str) -> SubagentResult | None:
         moved = result.background
         if not moved and deadline is not None and time.monotonic() >= deadline:
             moved = True
-        asked = bubble.answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
+        asked = _bubble().answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
         if asked is not None:  # the lead's model answers it in its next turn
             ctx.bubbled.discard(asked.request_id)
             moved = True

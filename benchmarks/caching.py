@@ -1,12 +1,19 @@
 """Prompt caching over a 50-turn conversation: input tokens billed per turn with and without
 cache breakpoints, through the real SDK and agentteams' request building and usage books,
 against the local Messages API server whose cache and token counts are scripted (a quarter
-of a block's JSON length per token, caching as the API does it at breakpoints)."""
+of a block's JSON length per token, caching as the API does it at breakpoints).
+
+Then forks: the first requests of N fork workers of one parent after a 10-turn
+conversation, built as agentproc.fork builds them (the parent's prefix, its call, the
+placeholder answers and each fork's directive), sharing the parent's cached prefix; against
+the same requests whose prefix is not the parent's (another system prompt, as a subagent's
+is): the first of those writes the conversation again, the others read what it wrote."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from agentproc import fork
 from agentproc.models import caching
 from agentproc.models.api_calls import ApiCaller
 from benchmarks.common import env, scratch
@@ -52,6 +59,35 @@ def conversation(turns: int, cache: bool) -> list[Tokens]:
         return per_turn
 
 
+def forks(n: int, shared: bool, turns: int = 10) -> list[Tokens]:
+    """The first request of each of ``n`` forks of a parent ``turns`` turns in."""
+    server = PromptCache(output_tokens=60)
+    api = FakeAnthropic(lambda request, k: text("Noted; " + "what I did. " * 6), usage=server)
+    with scratch() as root, api, env(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench"):
+        caller = ApiCaller(TeamPaths(root, "bench"), "bench", "claude-sonnet-4-5")
+        messages: list[dict[str, Any]] = []
+        for k in range(turns):  # the parent's conversation, cached as it goes
+            messages.append({"role": "user", "content": f"Turn {k}: " + "new information to act on. " * 14})
+            response = caller.create(max_tokens=256, **caching.request(SYSTEM, TOOLS, messages, cache=True))
+            messages.append({"role": "assistant", "content": [b.model_dump() for b in response.content]})
+        calls = [
+            {"type": "tool_use", "id": f"f{i}", "name": "Agent", "input": {"prompt": f"Part {i}."}}
+            for i in range(n)
+        ]
+        messages[-1] = {"role": "assistant", "content": [*messages[-1]["content"], *calls]}
+        answers = [
+            {"type": "tool_result", "tool_use_id": c["id"], "content": fork.PLACEHOLDER} for c in calls
+        ]
+        system = SYSTEM if shared else "You are a subagent. " + SYSTEM
+        billed = []
+        for i in range(n):
+            directive = {"type": "text", "text": fork.directive(f"Part {i}: look into it and report.")}
+            first = [*messages, {"role": "user", "content": [*answers, directive]}]
+            caller.create(max_tokens=256, **caching.request(system, TOOLS, first, cache=True))
+            billed.append(caller.last)
+        return billed
+
+
 def run(quick: bool) -> dict[str, Any]:
     turns = 50
     runs = {"cached": conversation(turns, True), "uncached": conversation(turns, False)}
@@ -70,7 +106,16 @@ def run(quick: bool) -> dict[str, Any]:
     ]
     cached = sum(r["cached_billed"] for r in rows)
     uncached = sum(r["uncached_billed"] for r in rows)
+    fork_rows = []
+    for n in (1, 2, 4, 8):
+        with_prefix = [billed_input(t) for t in forks(n, True)]
+        without = [billed_input(t) for t in forks(n, False)]
+        fork_rows.append(
+            {"forks": n, "shared_billed": round(sum(with_prefix)), "unshared_billed": round(sum(without))}
+        )
+    one = fork_rows[0]
     return {
+        "fork_rows": fork_rows,
         "turns": turns,
         "rows": rows,
         "billed_input_cached": cached,
@@ -80,6 +125,11 @@ def run(quick: bool) -> dict[str, Any]:
                 "target": f"caching bills ≤ 30% of the uncached input over {turns} turns",
                 "value": cached / uncached,
                 "met": cached <= 0.3 * uncached,
-            }
+            },
+            {
+                "target": "a fork sharing its parent's prefix bills ≤ 25% of the input of one that does not",
+                "value": one["shared_billed"] / one["unshared_billed"],
+                "met": one["shared_billed"] <= 0.25 * one["unshared_billed"],
+            },
         ],
     }

@@ -279,6 +279,14 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 )
         t.add_row("all", f"{c['billed_input_uncached']:,}", f"{c['billed_input_cached']:,}", "", "", "")
         out.append(t)
+        t = Table(
+            title="first requests of N forks of one parent (10 turns in): input billed, input-price equivalents"
+        )
+        for col in ("forks", "sharing the parent's prefix", "not sharing it"):
+            t.add_column(col, justify="right")
+        for r in c.get("fork_rows", []):
+            t.add_row(str(r["forks"]), f"{r['shared_billed']:,}", f"{r['unshared_billed']:,}")
+        out.append(t)
     if "mcp" in results:
         t = Table(
             title="a teammate's send → wait_for_messages returns to an MCP client (ms, one way, spaced)"

@@ -46,6 +46,7 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     caching = data["caching"]
     assert 0 < caching["billed_input_cached"] < caching["billed_input_uncached"]
     assert all(r["cached_cache_read"] > 0 for r in caching["rows"][1:])
+    assert all(r["shared_billed"] < r["unshared_billed"] for r in caching["fork_rows"])
     assert all(r["completed"] and r["round_trips_per_s"] > 0 for r in data["exchange"]["round_trips"])
     assert all(f["received"] == f["unique"] == f["senders"] * f["each"] for f in data["exchange"]["fan_in"])
     assert {p.name for p in tmp_path.glob("*.png")} == {

@@ -13,7 +13,7 @@ from agentproc import bubble, fork
 from agentproc.channel import PollChannel
 from agentproc.context import AgentContext
 from agentproc.permissions import ModePolicy
-from agentproc.tools import toolbox_for
+from agentproc.tools import ALL_TOOLS, toolbox_for
 from agentproc.tools.base import Decision
 from agentproc.tools.bash import BASH
 from agentproc.transcript import Transcript
@@ -126,7 +126,9 @@ def parent(root: Path, team: str, role: str) -> AgentContext:
         wake="poll",
         role=role,  # type: ignore[arg-type]
     )
-    return AgentContext(spec=flags, channel=PollChannel())
+    ctx = AgentContext(spec=flags, channel=PollChannel())
+    ctx.tool_named = {t.name: t for t in ALL_TOOLS}.get
+    return ctx
 
 
 def asking(ctx: AgentContext, sub: str, tool: str, args: dict[str, object]) -> PermissionRequest:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agentproc import bubble
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
 from ipc import answers, control
@@ -91,6 +90,10 @@ def answer_permission(ctx: AgentContext, args: SendMessageInput) -> dict[str, An
     approved = args.approve
     if not isinstance(request, PermissionRequest):
         # One of the lead's own subagents asking (bubble): its answer goes into its record.
+        from agentproc import (
+            bubble,  # when used: it needs the permission policies, whose package imports this
+        )
+
         if bubble.answer_from_lead(ctx, recipient, request_id, approved, args.content or ""):
             verdict = "granted" if approved else "denied"
             return {

@@ -99,11 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
     lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
+    lead.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
     chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
     chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
+    chat.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
     chat.add_argument(
         "--allow-pipe",
         action="store_true",
