@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ipc.schemas import PermissionRequest
 from supervisor import Team
 from tests.fake_anthropic import (
     FakeAnthropic,
@@ -25,7 +26,7 @@ from tests.fake_anthropic import (
     text_of,
     tool_uses,
 )
-from tests.runtime_helpers import nothing_left_under, wait_for
+from tests.runtime_helpers import nothing_left_under, running_team, wait_for
 
 LEAD_MODEL = "anthropic:claude-test"
 # Each test starts a lead and subagents that import the SDK: several seconds on a loaded machine.
@@ -287,3 +288,39 @@ def test_a_bubbling_synchronous_subagent_goes_to_the_background_so_that_the_lead
     assert "<status>completed</status>" in seen["notification"]
     assert (root / "copied.txt").read_text() == "from outside\n"
     nothing_left_under(root)
+
+
+def test_a_teammates_bubbling_subagent_asks_through_it_and_the_lead_answers_as_for_the_teammate(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("from outside\n")
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "asker.md").write_text("---\nname: asker\npermissionMode: bubble\n---\nYou copy files.\n")
+    seen: dict[str, Any] = {}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        done, turn = results(request), last_user_text(request)
+        if "Start with task #1" in turn and not done:
+            command = f"`cat {outside}/secret.txt > {root}/copied.txt`"
+            return tool_uses(("s1", "Agent", sync_helper(command, subagent_type="asker")))
+        if "s1" in done:
+            seen["s1"] = done["s1"]
+            return tool_uses(("t1", "TaskUpdate", {"taskId": "1", "status": "completed"}))
+        return text("ok")
+
+    api = FakeAnthropic(script)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)  # before the supervisor starts: its agents inherit it
+    with api, running_team(root) as team:
+        team.spawn("ada", prompt="You delegate.", model=LEAD_MODEL)
+        team.tasks.create("Copy it in", "x")
+        asked = wait_for(lambda: team.pending_requests(), timeout=30)[0]
+        assert isinstance(asked, PermissionRequest) and asked.agent_id == "ada"
+        assert "for its subagent sub-" in asked.description
+        team.approve(asked.request_id)
+        team.wait_until(lambda t: t.tasks.get("1").status == "completed", timeout=30)
+    answer, is_error = seen["s1"]
+    assert not is_error and "agentId: sub-" in answer
+    assert (root / "copied.txt").read_text() == "from outside\n"
