@@ -4,8 +4,10 @@ who is woken.
 
 It is not a member of the team and has no inbox: what its parent sends it (SendMessage) is
 queued in its result file and is its next turn; once it has ended, a message or ``Agent
-{resume}`` starts it again from its sidechain (its lines in its parent's transcript). What would need approval is denied, not asked: a subagent has no
-one of its own to ask (Claude Code denies a background subagent's requests the same way).
+{resume}`` starts it again from its sidechain (its lines in its parent's transcript). What
+would need approval goes up to its parent when its requests bubble (a fork's always do:
+agentproc.bubble), else it is denied, saying why (Claude Code denies a background subagent's
+requests the same way). A fork starts from its parent's conversation (agentproc.fork).
 """
 
 from __future__ import annotations
