@@ -19,7 +19,7 @@ import msgspec
 
 from ipc.boundary import input_errors
 from ipc.errors import InvalidInput
-from ipc.model_specs import check_model
+from ipc.model_specs import check_effort, check_model
 from ipc.options import Backend, check_permission_mode, runs_claude_code
 from ipc.paths import TeamPaths
 
@@ -65,6 +65,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     nofile: int = 0  # the open-file soft limit to run with (its supervisor may have raised its own)
     allowed_tools: str = ""  # Claude Code's --allowedTools: allow rules
     disallowed_tools: str = ""  # Claude Code's --disallowedTools: tools withheld, deny rules
+    effort: str = ""  # output_config.effort of its requests (wins over its definition's)
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -102,6 +103,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
         spec = _convert(values, cls, "teammate flags")
         check_model(spec.model)
         check_permission_mode(spec.permission_mode)
+        check_effort(spec.effort, "AGENTTEAMS_EFFORT")
         return spec
 
     @property

@@ -35,6 +35,8 @@ MessageType = Literal[
     "shutdown_response",
     "plan_approval_response",
     "permission_response",
+    "mode_set_request",
+    "team_permission_update",
 ]
 MESSAGE_TYPES: tuple[MessageType, ...] = get_args(MessageType)
 TaskStatus = Literal["pending", "in_progress", "completed", "deleted"]
@@ -59,8 +61,10 @@ class _Input(msgspec.Struct, kw_only=True):
 class SendMessageInput(_Input):
     """Send a message to a teammate or the lead (type=message, needs recipient, content, summary), to
     everyone (broadcast), ask a teammate to shut down (shutdown_request), or answer a shutdown request
-    (shutdown_response with request_id and approve). Claude Code 2.1.330's {to, message} form is accepted
-    too."""
+    (shutdown_response with request_id and approve). The lead may also set a teammate's permission mode
+    (mode_set_request with mode) or add rules or directories to its permissions for its session
+    (team_permission_update with rules, behavior, directories; recipient '*' for every teammate). Claude
+    Code 2.1.330's {to, message} form is accepted too."""
 
     kind: MessageType | None = field(default=None, name="type")
     recipient: Annotated[str | None, Meta(description="Member name, e.g. 'team-lead' or '@worker-1'")] = None
@@ -70,6 +74,18 @@ class SendMessageInput(_Input):
     approve: bool = False
     permission_mode: str | None = None  # plan_approval_response: the mode the approved teammate gets
     always: Annotated[bool, Meta(description="permission_response: stop asking for calls like it")] = False
+    mode: Annotated[str | None, Meta(description="mode_set_request: the teammate's new permission mode")] = (
+        None
+    )
+    rules: Annotated[
+        list[str] | None, Meta(description="team_permission_update: rules such as Bash(npm test:*)")
+    ] = None
+    behavior: Annotated[
+        str | None, Meta(description="team_permission_update: allow (default), deny or ask")
+    ] = None
+    directories: Annotated[
+        list[str] | None, Meta(description="team_permission_update: directories to add")
+    ] = None
     to: str | None = None
     message: str | dict[str, Any] | None = None
 
@@ -90,11 +106,23 @@ class SendMessageInput(_Input):
                 self.request_id = _text(message.get("request_id"))
                 self.approve = message.get("approve") is True
                 self.content = _text(message.get("reason")) or _text(message.get("feedback"))
+            elif self.kind == "mode_set_request":
+                self.mode = _text(message.get("mode"))
+            elif self.kind == "team_permission_update":
+                self.rules, self.directories = (
+                    _texts(message.get("rules")),
+                    _texts(message.get("directories")),
+                )
+                self.behavior = _text(message.get("behavior"))
             return
         self.kind = "broadcast" if to in ("*", "@team") else "message"
         self.content = message
         if not self.summary and message is not None:
             self.summary = message.strip().splitlines()[0][:60] if message.strip() else "message"
+
+
+def _texts(value: Any) -> list[str] | None:
+    return [str(v) for v in value] if isinstance(value, list) else None
 
 
 class TaskCreateInput(_Input):

@@ -15,7 +15,7 @@ import msgspec
 from agentproc import hooks, subagents
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
-from agentproc.tools.lead import answer_permission, answer_plan
+from agentproc.tools.lead import answer_permission, answer_plan, set_permissions
 from ipc.clock import now_iso
 from ipc.replies import SubagentResult
 from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
@@ -95,6 +95,10 @@ def _send_message(ctx: AgentContext, args: SendMessageInput) -> str:
                 "request_id": request_id,
             }
         )
+    if kind in ("mode_set_request", "team_permission_update"):
+        if ctx.spec.role != "lead":
+            raise ToolFailure("only the team lead changes a teammate's permissions")
+        return as_json(set_permissions(ctx, args))
     if kind in ("plan_approval_response", "permission_response"):
         if ctx.spec.role != "lead":
             raise ToolFailure("only the team lead answers plan approval and permission requests")

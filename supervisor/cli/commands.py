@@ -139,6 +139,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         allowed_tools=args.allowed_tools,
         disallowed_tools=args.disallowed_tools,
+        effort=args.effort,
     ).checked()
     team.store.read()  # NotFound, and then NotRunning, before a budget is written
     team.require_up_for(options.host)
@@ -168,6 +169,19 @@ def cmd_mode(args: argparse.Namespace) -> int:
     finally:
         team.close()
     emit(args, changed, f"{changed.name} is now in {changed.mode} mode")
+    return 0
+
+
+def cmd_permit(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    try:
+        change = io.UpdatePermissions(
+            name=args.name, rules=args.rules, behavior=args.behavior, directories=args.directories
+        )
+        sent = ops.update_permissions(team, change)
+    finally:
+        team.close()
+    emit(args, sent, f"sent to {', '.join(sent.names) or 'no teammate'}: {sent.updates}")
     return 0
 
 
@@ -390,6 +404,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "spawn": cmd_spawn,
     "restart": cmd_restart,
     "mode": cmd_mode,
+    "permit": cmd_permit,
     "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.launch import SupervisorOptions
+from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
@@ -171,6 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="tools it does without, and rules it is denied, e.g. 'Write Bash(rm:*)'",
     )
+    spawn.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        default="",
+        help="the effort its model requests ask for (the API's output_config.effort; default: its agent "
+        "definition's, else the model's own)",
+    )
     budget_arguments(spawn, "this teammate")
     backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
@@ -185,6 +193,21 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("team")
     mode.add_argument("name")
     mode.add_argument("mode", choices=PERMISSION_MODES)
+    permit = cmd(
+        sub,
+        "permit",
+        "add permission rules or directories to running teammates, for their session "
+        "(Claude Code's team_permission_update)",
+    )
+    permit.add_argument("team")
+    permit.add_argument("name", help="a teammate, or '*' for every teammate")
+    permit.add_argument(
+        "rules", nargs="*", help="Claude Code's rules, e.g. 'Bash(npm test:*)' 'Edit(src/**)'"
+    )
+    permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
+    permit.add_argument(
+        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
+    )
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")

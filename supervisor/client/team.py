@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -86,12 +86,14 @@ class Team(TeamHandle):
         isolation: Isolation = "none",
         allowed_tools: str = "",
         disallowed_tools: str = "",
+        effort: str = "",
     ) -> str:
         """Start a teammate; returns its name. A taken name is refused (Conflict), or with
         ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
         engine (default: this one). ``isolation="worktree"``: its own git worktree of the
         team's cwd as its cwd (see :meth:`diff`). ``allowed_tools`` / ``disallowed_tools``:
-        Claude Code's ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``)."""
+        Claude Code's ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``).
+        ``effort``: ``low`` … ``max``, the effort its model requests ask for."""
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -106,6 +108,7 @@ class Team(TeamHandle):
             isolation=isolation,
             allowed_tools=allowed_tools,
             disallowed_tools=disallowed_tools,
+            effort=effort,
         )
         return self.start_teammate(options, timeout=timeout).name
 
@@ -183,6 +186,20 @@ class Team(TeamHandle):
         """Set a teammate's permission mode: it takes it before its next turn, and keeps it
         when started again."""
         operations.set_mode(self, io.SetMode(name=name, mode=mode))
+
+    def update_permissions(
+        self,
+        name: str = "*",
+        rules: list[str] | None = None,
+        behavior: Literal["allow", "deny", "ask"] = "allow",
+        directories: list[str] | None = None,
+    ) -> list[str]:
+        """Add permission rules (``"Bash(npm test:*)"``, as ``behavior``) or directories to a
+        running teammate (every one for ``*``) for the rest of its session; who it went to."""
+        change = io.UpdatePermissions(
+            name=name, rules=rules or [], behavior=behavior, directories=directories or []
+        )
+        return operations.update_permissions(self, change).names
 
     def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
         args = io.AnswerRequest(request_id=request_id, approve=False, feedback=feedback)

@@ -56,6 +56,7 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         permission_mode=permission_mode,
         allowed_tools=member.allowed_tools if isinstance(member.allowed_tools, str) else "",
         disallowed_tools=member.disallowed_tools if isinstance(member.disallowed_tools, str) else "",
+        effort=member.effort if isinstance(member.effort, str) else "",
         cwd=member.cwd or str(Path.cwd()),
         backend=member.backend_type
         if member.backend_type in ("claude-code", "tmux", "in-process")

@@ -1,0 +1,178 @@
+"""What a Claude Code agent definition (or a spawn) says beyond its tools and prompt, applied:
+``effort`` sent to the Messages API, ``mcpServers`` started and offered as tools; and a
+running teammate's permissions changed by the lead (``mode_set_request``,
+``team_permission_update``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentproc.channel import PollChannel
+from agentproc.models.base import Turn
+from agentproc.permissions import ModePolicy
+from agentproc.runner import AgentRunner
+from ipc import agents
+from ipc.errors import InvalidInput
+from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.options import TeammateOptions
+from ipc.schemas import Member, ModeSetRequest, TeamPermissionUpdate, parse_body
+from supervisor import Team
+from supervisor.cli.main import build_parser
+from supervisor.daemon.specs import TeamContext, teammate_spec
+from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_result_ids, tool_uses
+from tests.runtime_helpers import cli, running_team, wait_for
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "userhome"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+
+def define(cwd: Path, name: str, front: str, body: str = "You help.") -> None:
+    folder = cwd / ".claude" / "agents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(f"---\nname: {name}\n{front}\n---\n{body}\n")
+
+
+def said(api: FakeAnthropic, marker: str) -> list[dict[str, Any]]:
+    return [r for r in api.requests if marker in str(r["messages"][0]["content"])]
+
+
+# ---------------------------------------------------------------- effort
+
+
+def agent(cwd: Path, agent_type: str = "general-purpose", **fields: Any) -> AgentRunner:
+    given: dict[str, Any] = {"agent_id": "a@t", "agent_name": "a", "model": "anthropic:claude-test", **fields}
+    spec = LaunchSpec(
+        team_name="t",
+        agent_color="blue",
+        parent_session_id="s",
+        agent_type=agent_type,
+        root=str(cwd),
+        cwd=str(cwd),
+        wake="poll",
+        **given,
+    )
+    return AgentRunner(spec, PollChannel(), policy=ModePolicy())
+
+
+def test_effort_from_a_definition_or_a_spawn_reaches_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real SDK against the local Messages API: the definition's effort is the request's
+    ``output_config.effort``, a spawn's wins, and it survives the trip through the member
+    entry and the launch spec (a restart starts it so)."""
+    define(tmp_path, "thinker", "effort: high")
+    with FakeAnthropic(lambda request, n: text("Ready.")) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        for runner in (agent(tmp_path, "thinker"), agent(tmp_path, "thinker", effort="low"), agent(tmp_path)):
+            assert not runner.take_turn(Turn(kind="user", text="hello")).failure_reason
+    assert [r.get("output_config") for r in api.requests] == [{"effort": "high"}, {"effort": "low"}, None]
+    member = Member(agent_id="b@t", name="b", effort="low")
+    context = TeamContext("t", tmp_path, "s", SupervisorOptions(), 1)
+    spec = teammate_spec(context, member, permission_mode="")
+    assert LaunchSpec.from_argv(spec.to_argv(), spec.to_env()).effort == "low"
+
+
+def test_a_bad_effort_level_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(
+        InvalidInput, match="'extreme' is not an effort level; use one of low, medium, high, xhigh, max"
+    ):
+        TeammateOptions(name="dee", effort="extreme").checked()
+    define(tmp_path, "odd", "effort: 7")
+    with pytest.raises(
+        InvalidInput,
+        match=r"unknown agent type 'odd': its definition .*odd\.md cannot be read \('effort' 7 is not an effort level",
+    ):
+        agents.resolve("odd", tmp_path)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["spawn", "t", "fay", "--prompt", "x", "--effort", "huge"])
+    assert "xhigh" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- permissions changed while running
+
+
+def lead_said(team: Team) -> str:
+    return "\n".join(m.text for m in team.inbox("team-lead").history())
+
+
+def test_a_running_teammate_takes_a_mode_and_rules_from_the_lead_and_says_so(
+    root: Path, tmp_path: Path
+) -> None:
+    """acceptEdits asks before writing outside its cwd; directories the lead adds (Python)
+    let it write there unasked, a rule it adds from the command line lets a dangerous command
+    run, and a mode it sets (dontAsk) denies what would ask. The teammate reports each."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with running_team(root) as team:
+        team.spawn("ada")
+        wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
+        assert team.update_permissions("ada", directories=[str(outside)]) == ["ada"]
+        sent = cli(root, "permit", "t", "*", "Bash(kill:*)", "--json")
+        assert "kill:*" in sent.stdout
+        write = team.tasks.create("Write outside", metadata={"command": f"echo 1 > {outside}/one"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(write.id).status == "completed", timeout=30)
+        kill = team.tasks.create("Dangerous", metadata={"command": "kill -0 $$"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(kill.id).status == "completed", timeout=30)
+        team.set_mode("ada", "dontAsk")
+        asks = team.tasks.create("Read far outside", metadata={"command": f"ls {tmp_path.parent}"})
+        team.wake("*")
+        wait_for(lambda: "dontAsk" in str(team.tasks.get(asks.id).metadata), timeout=30)
+        assert not [m for m in team.inbox("team-lead").history() if '"permission_request"' in m.text]
+        said = wait_for(
+            lambda: "My permission mode is now dontAsk (was acceptEdits)" in lead_said(team), timeout=10
+        )
+        assert said and "Applied for the rest of my session" in lead_said(team)
+        with pytest.raises(InvalidInput, match="permission rule 'Bash\\(oops'"):
+            team.update_permissions("ada", ["Bash(oops"])
+
+
+def test_only_the_lead_changes_permissions_and_its_model_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lead agent's model (the real SDK against the local Messages API) sets a teammate's
+    mode and adds a rule with SendMessage; a teammate's SendMessage cannot, and an entry in
+    the lead's name from a teammate is refused by the reader."""
+    team = Team.create("t", root=tmp_path, cwd=str(tmp_path))
+    team.store.add_member("ada", cwd=str(tmp_path))
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("m", "SendMessage", {"to": "ada", "message": {"type": "mode_set_request", "mode": "plan"}}),
+        ("p", "SendMessage", {"type": "team_permission_update", "recipient": "*", "rules": ["Bash(make:*)"]}),
+    ]
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        return tool_uses(*calls) if not tool_result_ids(request) else text("Done.")
+
+    with FakeAnthropic(script) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        lead = agent(tmp_path, role="lead", agent_name="team-lead", agent_id="team-lead@t")
+        assert not lead.take_turn(Turn(kind="user", text="tighten ada")).failure_reason
+    results = api.requests[-1]["messages"][-1]["content"]
+    assert not any(r.get("is_error") for r in results), results
+    bodies = [parse_body(m.text) for m in team.inbox("ada").history()]
+    assert isinstance(bodies[0], ModeSetRequest) and bodies[0].mode == "plan"
+    assert isinstance(bodies[1], TeamPermissionUpdate)
+    assert bodies[1].permission_update == {
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
+        "behavior": "allow",
+        "destination": "session",
+    }
+    member = team.config().member("ada")
+    assert member is not None and member.permission_mode == "plan"
+    teammate = agent(tmp_path, agent_name="ada", agent_id="ada@t")
+    refused = teammate.tools.call(
+        "SendMessage", {"type": "mode_set_request", "recipient": "ada", "mode": "bypassPermissions"}
+    )
+    assert refused.is_error and "only the team lead" in refused.content
