@@ -73,7 +73,8 @@ class AgentDefinition:
     skills: tuple[str, ...] = ()  # skills whose SKILL.md is part of its system prompt
     hooks: dict[str, Any] = field(default_factory=dict, compare=False)  # its own hooks, as settings'
     effort: str | None = None  # sent as the request's output_config.effort
-    mcp_servers: tuple[Any, ...] = ()  # read, not started (see the README)
+    mcp_servers: tuple[Any, ...] = ()  # names, or {name: config}: started with the agent
+    required_mcp_servers: tuple[str, ...] = ()  # patterns of servers it cannot start without
     source: str = field(default="builtin", compare=False)
 
 
@@ -178,6 +179,7 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         else tuple(mcp.items())
         if isinstance(mcp, dict)
         else (),
+        required_mcp_servers=tuple(_entries(meta.get("requiredMcpServers") or [], "requiredMcpServers")),
         source=source,
     )
 

@@ -5,6 +5,7 @@ running teammate's permissions changed by the lead (``mode_set_request``,
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,61 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
         "SendMessage", {"type": "mode_set_request", "recipient": "ada", "mode": "bypassPermissions"}
     )
     assert refused.is_error and "only the team lead" in refused.content
+
+
+# ---------------------------------------------------------------- mcpServers
+
+SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("calc")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two whole numbers."""
+    return str(a + b)
+
+
+server.run()
+'''
+
+
+@pytest.mark.heavy  # an MCP server's start-up (a Python process importing mcp) takes seconds
+def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tiny stdio MCP server written here: its tool is offered as mcp__calc__add, a call
+    runs behind the permission rules (a server-wide allow rule lets it run), and a server that
+    cannot start is logged while the agent goes on (or stops it, when required)."""
+    (tmp_path / "calc.py").write_text(SERVER)
+    servers = f'mcpServers:\n  - calc: {{command: "{sys.executable}", args: ["{tmp_path / "calc.py"}"]}}\n'
+    define(tmp_path, "counter", servers + '  - broken: {command: "/nonexistent/server"}')
+    define(
+        tmp_path,
+        "strict",
+        'mcpServers:\n  - broken: {command: "/nonexistent/server"}\nrequiredMcpServers: [broken]',
+    )
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if tool_result_ids(request):
+            return text("Done.")
+        return tool_uses(("sum", "mcp__calc__add", {"a": 2, "b": 3}))
+
+    with FakeAnthropic(script) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        runner = agent(tmp_path, "counter", allowed_tools="mcp__calc")
+        try:
+            assert not runner.take_turn(Turn(kind="user", text="add")).failure_reason
+        finally:
+            runner.mcp.close()
+    offered = {t["name"]: t for t in api.requests[0]["tools"]}
+    assert offered["mcp__calc__add"]["description"] == "Add two whole numbers."
+    assert offered["mcp__calc__add"]["input_schema"]["required"] == ["a", "b"]
+    result = api.requests[1]["messages"][-1]["content"][0]
+    assert result["content"] == "5" and not result.get("is_error"), result
+    assert "MCP server 'broken' failed to start" in caplog.text
+    with pytest.raises(
+        InvalidInput, match="strict requires the MCP server.s. broken, which did not start: broken: "
+    ):
+        agent(tmp_path, "strict")
