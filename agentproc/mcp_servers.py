@@ -15,9 +15,11 @@ import atexit
 import fnmatch
 import json
 import logging
+import math
+import os
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,22 +109,29 @@ class McpServers:
         self.failed: dict[str, str] = {}
         self.connected: list[str] = []
         self._portal: BlockingPortal | None = None
-        self._clients: list[AbstractContextManager[Any]] = []
+        self._clients: list[tuple[Future[None], anyio.Event]] = []
 
     def start(self, ctx: AgentContext, definition: AgentDefinition) -> None:
         configs = list(_configs(definition, ctx.cwd))
         if not configs:
             return
         self._portal = _portal()
-        for name, config in configs:
+
+        def connect(name: str, config: Any) -> list[Tool[Any]]:
             try:
-                self._connect(name, _transport(name, config, ctx.cwd))
+                return self._connect(name, _transport(name, config, ctx.cwd))
             except Exception as exc:  # any failure of one server: the agent goes on without it
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 self.failed[name] = str(reason)
                 log.error(
                     "%s: MCP server %r failed to start (%s); going on without it", ctx.name, name, reason
                 )
+                return []
+
+        # All at once, as Claude Code connects them: one slow server does not hold the others.
+        with ThreadPoolExecutor(len(configs)) as pool:
+            for tools in pool.map(lambda named: connect(*named), configs):
+                self.tools += tools
         missing = [
             p
             for p in definition.required_mcp_servers
@@ -136,18 +145,13 @@ class McpServers:
             )
         atexit.register(self.close)
 
-    def _connect(self, name: str, transport: Any) -> None:
-        from mcp import Client
-
+    def _connect(self, name: str, transport: Any) -> list[Tool[Any]]:
         assert self._portal is not None
-        manager = self._portal.wrap_async_context_manager(Client(transport))
-        client = manager.__enter__()
-        self._clients.append(manager)
-        listed = self._portal.call(client.list_tools)
+        done, (client, listed, stop) = self._portal.start_task(_hold, transport, start_timeout())
+        self._clients.append((done, stop))
         self.connected.append(name)
-        for tool in listed.tools:
-            self.tools.append(self._tool(name, client, tool))
         log.info("MCP server %r: %d tool(s)", name, len(listed.tools))
+        return [self._tool(name, client, tool) for tool in listed.tools]
 
     def _tool(self, server: str, client: Any, tool: Any) -> McpTool:
         portal = self._portal
@@ -174,11 +178,36 @@ class McpServers:
 
     def close(self) -> None:
         """Stop the servers (a stdio server's process ends with its client)."""
-        while self._clients:
+        while self._clients and self._portal is not None:
+            done, stop = self._clients.pop()
             try:
-                self._clients.pop().__exit__(None, None, None)
+                self._portal.call(stop.set)
+                done.result(timeout=10)
             except Exception as exc:  # closing one must not keep the others open
                 log.warning("an MCP client did not close cleanly: %s", exc)
+
+
+async def _hold(transport: Any, timeout: float, *, task_status: Any) -> None:
+    """One server's client, for the agent's life: started (and its tools listed) within
+    ``timeout`` seconds, then held until its stop event is set. One cancel scope holds it
+    all (the client's own scopes must nest inside it); its deadline is lifted once started."""
+    from mcp import Client
+
+    stop = anyio.Event()
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+        async with Client(transport) as client:
+            listed = await client.list_tools()
+            scope.deadline = math.inf
+            task_status.started((client, listed, stop))
+            await stop.wait()
+    if scope.cancelled_caught:
+        raise TimeoutError(f"it did not start and list its tools within {timeout:g}s")
+
+
+def start_timeout() -> float:
+    """Seconds a server has to start and list its tools: Claude Code's ``MCP_TIMEOUT`` (in
+    milliseconds), else 30."""
+    return float(os.environ.get("MCP_TIMEOUT") or 30_000) / 1000
 
 
 def _portal() -> BlockingPortal:

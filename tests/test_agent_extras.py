@@ -5,6 +5,7 @@ running teammate's permissions changed by the lead (``mode_set_request``,
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,7 @@ def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
     (tmp_path / "calc.py").write_text(SERVER)
     servers = f'mcpServers:\n  - calc: {{command: "{sys.executable}", args: ["{tmp_path / "calc.py"}"]}}\n'
     define(tmp_path, "counter", servers + '  - broken: {command: "/nonexistent/server"}')
+    define(tmp_path, "quiet", 'mcpServers:\n  - mute: {command: sleep, args: ["61.5"]}')  # never answers
     define(
         tmp_path,
         "strict",
@@ -231,6 +233,11 @@ def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
     result = api.requests[1]["messages"][-1]["content"][0]
     assert result["content"] == "5" and not result.get("is_error"), result
     assert "MCP server 'broken' failed to start" in caplog.text
+    monkeypatch.setenv("MCP_TIMEOUT", "500")  # Claude Code's, in milliseconds
+    assert agent(tmp_path, "quiet").mcp.failed == {
+        "mute": "TimeoutError: it did not start and list its tools within 0.5s"
+    }
+    assert "61.5" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     with pytest.raises(
         InvalidInput, match="strict requires the MCP server.s. broken, which did not start: broken: "
     ):
