@@ -19,11 +19,11 @@ from agentproc.runner import AgentRunner
 from ipc import agents
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
-from ipc.options import TeammateOptions
-from ipc.schemas import Member, ModeSetRequest, TeamPermissionUpdate, parse_body
+from ipc.options import SubagentOptions, TeammateOptions
+from ipc.schemas import Member, ModeSetRequest, TeamConfig, TeamPermissionUpdate, parse_body
 from supervisor import Team
 from supervisor.cli.main import build_parser
-from supervisor.daemon.specs import TeamContext, teammate_spec
+from supervisor.daemon.specs import TeamContext, subagent_spec, teammate_spec
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_result_ids, tool_uses
 from tests.runtime_helpers import cli, running_team, wait_for
 
@@ -76,10 +76,18 @@ def test_effort_from_a_definition_or_a_spawn_reaches_the_api(
         for runner in (agent(tmp_path, "thinker"), agent(tmp_path, "thinker", effort="low"), agent(tmp_path)):
             assert not runner.take_turn(Turn(kind="user", text="hello")).failure_reason
     assert [r.get("output_config") for r in api.requests] == [{"effort": "high"}, {"effort": "low"}, None]
-    member = Member(agent_id="b@t", name="b", effort="low")
+    member = Member(agent_id="b@t", name="b", effort="low", cwd=str(tmp_path))
     context = TeamContext("t", tmp_path, "s", SupervisorOptions(), 1)
     spec = teammate_spec(context, member, permission_mode="")
     assert LaunchSpec.from_argv(spec.to_argv(), spec.to_env()).effort == "low"
+    # A subagent asks for its definition's effort (sent from it), else its parent's.
+    config = TeamConfig(
+        name="t", members=[Member(agent_id="team-lead@t", name="team-lead", cwd=str(tmp_path))]
+    )
+    for agent_type, effort in (("general-purpose", "low"), ("thinker", "")):
+        options = SubagentOptions(parent="b", prompt="p", agent_type=agent_type, model="offline")
+        assert subagent_spec(context, config, options, spec).effort == effort
+    assert build_parser().parse_args(["lead", "t", "--prompt", "go", "--effort", "max"]).effort == "max"
 
 
 def test_a_bad_effort_level_is_refused_before_anything_starts(

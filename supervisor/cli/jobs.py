@@ -208,6 +208,7 @@ def cmd_lead(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         owns_team=owns,
         permission_mode=args.permission_mode,
+        effort=args.effort,
     )
     return _lead_finished(args, lead.wait())
 
@@ -228,6 +229,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         verbose=True,
         owns_team=owns,
         permission_mode=args.permission_mode,
+        effort=args.effort,
     )
     print(
         f"Talking to the lead of team {team.name!r} (model {args.model}). Give it a goal; teammates' messages "

@@ -24,6 +24,9 @@ from supervisor.cli import exits
 from supervisor.cli.arguments import Parser, budget_arguments, global_options, struct_arguments
 from supervisor.client.busy import DEFAULT_ROWS
 
+EFFORT_HELP = (
+    "the effort its model requests ask for (the API's output_config.effort; default: the model's own)"
+)
 MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
 
 LEAD_HELP = """\
@@ -100,11 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
     lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
+    lead.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
     chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
     chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
+    chat.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat.add_argument(
         "--allow-pipe",
         action="store_true",
@@ -176,8 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--effort",
         choices=EFFORTS,
         default="",
-        help="the effort its model requests ask for (the API's output_config.effort; default: its agent "
-        "definition's, else the model's own)",
+        help="the effort its requests ask for (default: its definition's, else the model's own)",
     )
     budget_arguments(spawn, "this teammate")
     backend_commands.add_parsers(cmd, sub)

@@ -244,12 +244,13 @@ class Team(TeamHandle):
         verbose: bool = False,
         keep: bool = True,
         permission_mode: str = "",
+        effort: str = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
         every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
-        the teammates it spawns inherit."""
+        the teammates it spawns inherit; ``effort``: what its requests ask for."""
         run = LeadRun(
             self,
             prompt,
@@ -259,6 +260,7 @@ class Team(TeamHandle):
             verbose=verbose,
             owns_team=not keep,
             permission_mode=permission_mode,
+            effort=effort,
         )
         return run.wait()
 

@@ -129,6 +129,8 @@ def subagent_spec(
         or definition.permission_mode
         or options.parent_permission_mode
         or (parent.permission_mode if parent is not None else ""),
+        # Its definition's effort, else its parent's (the session's, as Claude Code has it).
+        effort="" if definition.effort or parent is None else parent.effort,
         role="subagent",
         parent=options.parent,
         subagent_id=sub_id,
