@@ -66,16 +66,18 @@ class McpTool(Tool[McpArgs]):
 
 def _configs(definition: AgentDefinition, cwd: Path) -> Iterator[tuple[str, Any]]:
     """(name, config) of each server the definition lists: inline ``{name: config}``, or a
-    name configured in the project's ``.mcp.json``."""
-    project: dict[str, Any] = {}
-    try:
-        loaded = json.loads((cwd / ".mcp.json").read_text())
-        project = loaded.get("mcpServers", {}) if isinstance(loaded, dict) else {}
-    except (OSError, ValueError):
-        pass
+    name configured in the project's ``.mcp.json`` or the user's ``~/.claude.json``."""
+    known: dict[str, Any] = {}
+    for path in (Path.home() / ".claude.json", cwd / ".mcp.json"):  # the project's win
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        servers = loaded.get("mcpServers") if isinstance(loaded, dict) else None
+        known.update(servers if isinstance(servers, dict) else {})
     for entry in definition.mcp_servers:
         if isinstance(entry, str):
-            yield entry, project.get(entry)
+            yield entry, known.get(entry)
         elif isinstance(entry, dict):
             yield from entry.items()
         elif isinstance(entry, tuple) and len(entry) == 2:  # the mapping form, read as items
@@ -86,7 +88,9 @@ def _transport(name: str, config: Any, cwd: Path) -> Any:
     from mcp import StdioServerParameters
 
     if not isinstance(config, dict):
-        raise InvalidInput(f"MCP server {name!r} is not configured (inline, or in {cwd / '.mcp.json'})")
+        raise InvalidInput(
+            f"MCP server {name!r} is not configured (inline, in {cwd / '.mcp.json'} or ~/.claude.json)"
+        )
     kind = config.get("type", "stdio" if "command" in config else "http")
     if kind == "stdio" and isinstance(config.get("command"), str):
         env = config.get("env")
@@ -170,7 +174,8 @@ class McpServers:
             mcp_name(server, tool.name),
             McpArgs,
             run,
-            kind="exec",
+            # A server's read-only tool may run in plan mode; every MCP tool asks unless allowed.
+            kind="read" if tool.annotations is not None and tool.annotations.read_only_hint else "exec",
             risk=lambda args: "an MCP server's tool, which this agent cannot judge",
             server_description=tool.description or "",
             input_schema=tool.input_schema or {"type": "object"},

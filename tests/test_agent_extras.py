@@ -5,6 +5,7 @@ running teammate's permissions changed by the lead (``mode_set_request``,
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentproc import mcp_servers
 from agentproc.channel import PollChannel
 from agentproc.models.base import Turn
 from agentproc.permissions import ModePolicy
@@ -20,6 +22,7 @@ from ipc import agents
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.options import SubagentOptions, TeammateOptions
+from ipc.permission_rules import Rule
 from ipc.schemas import Member, ModeSetRequest, TeamConfig, TeamPermissionUpdate, parse_body
 from supervisor import Team
 from supervisor.cli.main import build_parser
@@ -192,6 +195,7 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
 
 SERVER = '''
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 server = MCPServer("calc")
 
@@ -200,6 +204,12 @@ server = MCPServer("calc")
 def add(a: int, b: int) -> str:
     """Add two whole numbers."""
     return str(a + b)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def peek() -> str:
+    """Look without changing anything."""
+    return "nothing changed"
 
 
 server.run()
@@ -233,6 +243,8 @@ def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
         runner = agent(tmp_path, "counter", allowed_tools="mcp__calc")
         try:
             assert not runner.take_turn(Turn(kind="user", text="add")).failure_reason
+            assert runner.tools.tools["mcp__calc__peek"].kind == "read"  # may run in plan mode (and asks)
+            assert runner.tools.tools["mcp__calc__add"].kind == "exec"
         finally:
             runner.mcp.close()
     offered = {t["name"]: t for t in api.requests[0]["tools"]}
@@ -250,3 +262,22 @@ def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
         InvalidInput, match="strict requires the MCP server.s. broken, which did not start: broken: "
     ):
         agent(tmp_path, "strict")
+
+
+def test_mcp_servers_named_by_a_definition_come_from_the_project_or_the_user(tmp_path: Path) -> None:
+    (Path.home() / ".claude.json").write_text(
+        json.dumps({"mcpServers": {"docs": {"command": "user-docs"}, "db": {"command": "user-db"}}})
+    )
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"db": {"command": "project-db"}}}))
+    define(tmp_path, "named", "mcpServers: [docs, db, nowhere, {inline: {url: 'http://127.0.0.1:9/mcp'}}]")
+    found = dict(mcp_servers._configs(agents.resolve("named", tmp_path), tmp_path))
+    assert found == {
+        "docs": {"command": "user-docs"},
+        "db": {"command": "project-db"},  # the project's wins
+        "nowhere": None,  # logged as not configured when the agent starts
+        "inline": {"url": "http://127.0.0.1:9/mcp"},
+    }
+    with pytest.raises(InvalidInput, match="MCP server 'nowhere' is not configured"):
+        mcp_servers._transport("nowhere", None, tmp_path)
+    assert Rule.parse("mcp__db").names("mcp__db__query") and Rule.parse("mcp__db__*").names("mcp__db__query")
+    assert not Rule.parse("mcp__db").names("mcp__dbx__query")
