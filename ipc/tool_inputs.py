@@ -35,8 +35,6 @@ MessageType = Literal[
     "shutdown_response",
     "plan_approval_response",
     "permission_response",
-    "mode_set_request",
-    "team_permission_update",
 ]
 MESSAGE_TYPES: tuple[MessageType, ...] = get_args(MessageType)
 TaskStatus = Literal["pending", "in_progress", "completed", "deleted"]
@@ -61,10 +59,8 @@ class _Input(msgspec.Struct, kw_only=True):
 class SendMessageInput(_Input):
     """Send a message to a teammate or the lead (type=message, needs recipient, content, summary), to
     everyone (broadcast), ask a teammate to shut down (shutdown_request), or answer a shutdown request
-    (shutdown_response with request_id and approve). The lead may also set a teammate's permission mode
-    (mode_set_request with mode) or add rules or directories to its permissions for its session
-    (team_permission_update with rules, behavior, directories; recipient '*' for every teammate). Claude
-    Code 2.1.330's {to, message} form is accepted too."""
+    (shutdown_response with request_id and approve). Claude Code 2.1.330's {to, message} form is accepted
+    too."""
 
     kind: MessageType | None = field(default=None, name="type")
     recipient: Annotated[str | None, Meta(description="Member name, e.g. 'team-lead' or '@worker-1'")] = None
@@ -74,18 +70,6 @@ class SendMessageInput(_Input):
     approve: bool = False
     permission_mode: str | None = None  # plan_approval_response: the mode the approved teammate gets
     always: Annotated[bool, Meta(description="permission_response: stop asking for calls like it")] = False
-    mode: Annotated[str | None, Meta(description="mode_set_request: the teammate's new permission mode")] = (
-        None
-    )
-    rules: Annotated[
-        list[str] | None, Meta(description="team_permission_update: rules such as Bash(npm test:*)")
-    ] = None
-    behavior: Annotated[
-        str | None, Meta(description="team_permission_update: allow (default), deny or ask")
-    ] = None
-    directories: Annotated[
-        list[str] | None, Meta(description="team_permission_update: directories to add")
-    ] = None
     to: str | None = None
     message: str | dict[str, Any] | None = None
 
@@ -106,14 +90,6 @@ class SendMessageInput(_Input):
                 self.request_id = _text(message.get("request_id"))
                 self.approve = message.get("approve") is True
                 self.content = _text(message.get("reason")) or _text(message.get("feedback"))
-            elif self.kind == "mode_set_request":
-                self.mode = _text(message.get("mode"))
-            elif self.kind == "team_permission_update":
-                self.rules, self.directories = (
-                    _texts(message.get("rules")),
-                    _texts(message.get("directories")),
-                )
-                self.behavior = _text(message.get("behavior"))
             return
         self.kind = "broadcast" if to in ("*", "@team") else "message"
         self.content = message
@@ -121,8 +97,45 @@ class SendMessageInput(_Input):
             self.summary = message.strip().splitlines()[0][:60] if message.strip() else "message"
 
 
-def _texts(value: Any) -> list[str] | None:
-    return [str(v) for v in value] if isinstance(value, list) else None
+LeadMessageType = Literal[MessageType, "mode_set_request", "team_permission_update"]
+
+
+class LeadSendMessageInput(SendMessageInput):
+    """Send a message to a teammate or the lead (type=message, needs recipient, content, summary), to
+    everyone (broadcast), ask a teammate to shut down (shutdown_request), answer a request, set a
+    teammate's permission mode (mode_set_request with mode) or add rules or directories to its permissions
+    for its session (team_permission_update with rules, behavior, directories; recipient '*': everyone).
+    Claude Code 2.1.330's {to, message} form is accepted too."""
+
+    kind: LeadMessageType | None = field(default=None, name="type")  # type: ignore[assignment]
+    mode: Annotated[str | None, Meta(description="mode_set_request: the new permission mode")] = None
+    rules: Annotated[list[str] | None, Meta(description="team_permission_update: e.g. Bash(npm test:*)")] = (
+        None
+    )
+    behavior: Literal["allow", "deny", "ask"] = "allow"
+    directories: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        """The lead's own message types in 2.1.330's ``{to, message: {type, ...}}`` form too
+        (only the lead is offered this input: a teammate's SendMessage has no such types)."""
+        message = self.message
+        kind = message.get("type") if isinstance(message, dict) else None
+        if (
+            self.kind is not None
+            or self.to is None
+            or kind not in ("mode_set_request", "team_permission_update")
+        ):
+            super().__post_init__()
+            return
+        assert isinstance(message, dict)
+        self.kind, self.recipient = kind, self.to
+        self.mode = _text(message.get("mode"))
+        rules, directories = message.get("rules"), message.get("directories")
+        self.rules = [str(r) for r in rules] if isinstance(rules, list) else None
+        self.directories = [str(d) for d in directories] if isinstance(directories, list) else None
+        behavior = message.get("behavior")
+        if behavior in ("allow", "deny", "ask"):
+            self.behavior = behavior
 
 
 class TaskCreateInput(_Input):

@@ -18,12 +18,22 @@ from agentproc.channel import PollChannel
 from agentproc.models.base import Turn
 from agentproc.permissions import ModePolicy
 from agentproc.runner import AgentRunner
-from ipc import agents
+from agentproc.tools import Tool
+from agentproc.tools.team import LEAD_SEND_MESSAGE
+from ipc import agents, trust
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.permission_rules import Rule
-from ipc.schemas import Member, ModeSetRequest, TeamConfig, TeamPermissionUpdate, parse_body
+from ipc.schemas import (
+    InboxMessage,
+    Member,
+    ModeSetRequest,
+    TeamConfig,
+    TeamPermissionUpdate,
+    body_text,
+    parse_body,
+)
 from supervisor import Team
 from supervisor.cli.main import build_parser
 from supervisor.daemon.specs import TeamContext, subagent_spec, teammate_spec
@@ -52,7 +62,9 @@ def said(api: FakeAnthropic, marker: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- effort
 
 
-def agent(cwd: Path, agent_type: str = "general-purpose", **fields: Any) -> AgentRunner:
+def agent(
+    cwd: Path, agent_type: str = "general-purpose", extra: tuple[Tool[Any], ...] = (), **fields: Any
+) -> AgentRunner:
     given: dict[str, Any] = {"agent_id": "a@t", "agent_name": "a", "model": "anthropic:claude-test", **fields}
     spec = LaunchSpec(
         team_name="t",
@@ -64,7 +76,7 @@ def agent(cwd: Path, agent_type: str = "general-purpose", **fields: Any) -> Agen
         wake="poll",
         **given,
     )
-    return AgentRunner(spec, PollChannel(), policy=ModePolicy())
+    return AgentRunner(spec, PollChannel(), policy=ModePolicy(), extra=extra)
 
 
 def test_effort_from_a_definition_or_a_spawn_reaches_the_api(
@@ -169,7 +181,9 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
 
     with FakeAnthropic(script) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        lead = agent(tmp_path, role="lead", agent_name="team-lead", agent_id="team-lead@t")
+        lead = agent(
+            tmp_path, role="lead", agent_name="team-lead", agent_id="team-lead@t", extra=(LEAD_SEND_MESSAGE,)
+        )
         assert not lead.take_turn(Turn(kind="user", text="tighten ada")).failure_reason
     results = api.requests[-1]["messages"][-1]["content"]
     assert not any(r.get("is_error") for r in results), results
@@ -188,7 +202,11 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
     refused = teammate.tools.call(
         "SendMessage", {"type": "mode_set_request", "recipient": "ada", "mode": "bypassPermissions"}
     )
-    assert refused.is_error and "only the team lead" in refused.content
+    assert refused.is_error and "'type' must be one of message" in refused.content
+    assert len(team.inbox("ada").history()) == 2
+    forged = InboxMessage(from_="bob", text=body_text(bodies[0]), timestamp="2026-01-01T00:00:00Z")
+    why = trust.refusal(forged, bodies[0], trust.Check(trust.VERIFIED))
+    assert why == "a ModeSetRequest may come only from team-lead, not bob"
 
 
 # ---------------------------------------------------------------- mcpServers

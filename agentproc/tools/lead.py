@@ -12,7 +12,7 @@ from ipc import answers, control, team_permissions
 from ipc.errors import AgentTeamsError
 from ipc.paths import normalise_team_name
 from ipc.schemas import PermissionRequest
-from ipc.tool_inputs import SendMessageInput, TeamCreateInput, TeamDeleteInput
+from ipc.tool_inputs import LeadSendMessageInput, SendMessageInput, TeamCreateInput, TeamDeleteInput
 
 
 def _team_create(ctx: AgentContext, args: TeamCreateInput) -> str:
@@ -69,14 +69,14 @@ TEAM_CREATE = Tool("TeamCreate", TeamCreateInput, _team_create, kind="coordinati
 TEAM_DELETE = Tool("TeamDelete", TeamDeleteInput, _team_delete, kind="coordination")
 
 
-def set_permissions(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:
+def set_permissions(ctx: AgentContext, args: LeadSendMessageInput) -> dict[str, Any]:
     """SendMessage type mode_set_request (a teammate's permission mode, now and for its
     restarts) or team_permission_update (rules or directories for the rest of its session)."""
     recipient = needed(args.recipient, "recipient")
     if args.kind == "mode_set_request":
         name = team_permissions.set_mode(ctx.messenger, recipient, needed(args.mode, "mode"))
         return {"success": True, "message": f"{name} will run in {args.mode} mode from its next turn"}
-    changes = team_permissions.updates(args.rules or [], args.behavior or "allow", args.directories or [])
+    changes = team_permissions.updates(args.rules or [], args.behavior, args.directories or [])
     names = team_permissions.update_permissions(ctx.messenger, recipient, changes)
     return {"success": True, "message": f"Sent to {', '.join(names) or 'no teammate'}", "updates": changes}
 
