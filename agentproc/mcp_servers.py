@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,7 +44,9 @@ class McpArgs(msgspec.Struct):
 
 
 def mcp_name(server: str, tool: str) -> str:
-    return f"mcp__{server}__{tool}"
+    """Claude Code's name for a server's tool; what the Messages API would refuse in a tool
+    name (anything but letters, digits, ``_`` and ``-``) becomes ``_``, as Claude Code does."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"mcp__{server}__{tool}")[:64]
 
 
 @dataclass(frozen=True)

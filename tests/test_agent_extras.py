@@ -299,3 +299,4 @@ def test_mcp_servers_named_by_a_definition_come_from_the_project_or_the_user(tmp
         mcp_servers._transport("nowhere", None, tmp_path)
     assert Rule.parse("mcp__db").names("mcp__db__query") and Rule.parse("mcp__db__*").names("mcp__db__query")
     assert not Rule.parse("mcp__db").names("mcp__dbx__query")
+    assert mcp_servers.mcp_name("my.docs", "get page") == "mcp__my_docs__get_page"  # what the API takes
