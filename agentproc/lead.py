@@ -32,6 +32,7 @@ from agentproc.models import Model, Turn, TurnOutcome
 from agentproc.permissions import NoAskPolicy
 from agentproc.runner import AgentRunner
 from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
+from agentproc.tools.team import LEAD_SEND_MESSAGE
 from ipc import control, trace, trust
 from ipc.errors import AgentTeamsError, NotRunning
 from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
@@ -116,7 +117,11 @@ class LeadLoop(AgentRunner):
 
     def __init__(self, launch: LeadLaunch, channel: LeadChannel, model: Model | None = None):
         super().__init__(
-            launch.spec, channel, policy=NoAskPolicy(), model=model, extra=(TEAM_CREATE, TEAM_DELETE)
+            launch.spec,
+            channel,
+            policy=NoAskPolicy(),
+            model=model,
+            extra=(TEAM_CREATE, TEAM_DELETE, LEAD_SEND_MESSAGE),
         )
         self.channel, self.launch = channel, launch
         self.ctx.team_ours = launch.owns_team

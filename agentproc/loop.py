@@ -17,6 +17,7 @@ rather than restarting it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -26,11 +27,11 @@ from collections import deque
 from agentproc import bubble, hooks, subagents
 from agentproc.channel import Channel, Wakeup
 from agentproc.models import Model, Turn, TurnOutcome, wrap_message
-from agentproc.permissions import ModePolicy
+from agentproc.permissions import ModePolicy, apply_updates
 from agentproc.runner import AgentRunner
 from ipc import link, trace, trust
 from ipc.clock import now_iso
-from ipc.errors import LockTimeout
+from ipc.errors import AgentTeamsError, LockTimeout
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.paths import request_epoch_ms
 from ipc.schemas import (
@@ -40,6 +41,7 @@ from ipc.schemas import (
     ModeSetRequest,
     ShutdownRequest,
     TaskAssignment,
+    TeamPermissionUpdate,
     parse_body,
 )
 from ipc.task_rules import claim_prompt
@@ -100,6 +102,22 @@ class AgentLoop(AgentRunner):
             elif isinstance(frame, link.Wake) and frame.task:
                 self.task_hint = frame.task
 
+    def _take_permission_change(self, body: ModeSetRequest | TeamPermissionUpdate) -> None:
+        """The lead's mode_set_request or team_permission_update, kept for the rest of this
+        session, and a line to the lead saying what it now runs with."""
+        if isinstance(body, ModeSetRequest):
+            before, self.ctx.permission_mode = self.ctx.permission_mode, body.mode
+            said = f"My permission mode is now {body.mode} (was {before})."
+        else:
+            # Only for this session, whatever it names: the lead's door writes settings files.
+            apply_updates(self.ctx, [{**body.permission_update, "destination": "session"}])
+            said = f"Applied for the rest of my session: {json.dumps(body.permission_update)}"
+        log.info("%s: %s", self.spec.agent_name, said)
+        try:
+            self.ctx.messenger.send_message(self.spec.agent_name, LEAD_NAME, said, "permissions changed")
+        except AgentTeamsError as exc:
+            log.error("%s could not tell the lead: %s", self.spec.agent_name, exc.message)
+
     def _is_stale(self, body: ShutdownRequest) -> bool:
         """A request issued before this incarnation started is for a previous process."""
         issued = request_epoch_ms(body.request_id)
@@ -138,11 +156,8 @@ class AgentLoop(AgentRunner):
                     taken=time.time_ns(),
                 )
             body = parse_body(message.text)
-            if isinstance(body, ModeSetRequest) and message.from_ == LEAD_NAME:
-                log.info(
-                    "%s: permission mode %s -> %s", self.spec.agent_name, self.ctx.permission_mode, body.mode
-                )
-                self.ctx.permission_mode = body.mode  # no turn: it holds from the next one
+            if isinstance(body, ModeSetRequest | TeamPermissionUpdate) and message.from_ == LEAD_NAME:
+                self._take_permission_change(body)  # no turn: it holds from the next one
                 continue
             if isinstance(body, ShutdownRequest) and self._is_stale(body):
                 log.info(

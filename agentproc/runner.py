@@ -12,6 +12,7 @@ from typing import Any
 from agentproc import hooks, pane
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
+from agentproc.mcp_servers import McpServers
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
 from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
 from agentproc.transcript import Transcript
@@ -68,6 +69,11 @@ class AgentRunner:
         self.transcript = _transcript(self.ctx, spec)
         self.ctx.transcript = self.transcript
         self.tools: ToolBox = toolbox_for(self.ctx, definition, policy, extra=list(extra))
+        self.mcp = McpServers()  # the definition's mcpServers: their tools join the others
+        self.mcp.start(self.ctx, definition)
+        self.tools.tools.update(
+            (t.name, t) for t in self.mcp.tools if t.name not in definition.disallowed_tools
+        )
         model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
         self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
         self.ctx.model_spec = model_spec

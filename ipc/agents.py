@@ -3,9 +3,9 @@
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
 ``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
 every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``, ``background``,
-``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks``, agentteams' ``forkSubagent``
-(this agent's fork gate) (and ``effort``,
-``mcpServers``, read but not applied); the body is the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
+``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks``, ``effort``, ``mcpServers``,
+``requiredMcpServers`` and agentteams' ``forkSubagent`` (this agent's fork gate); the body is
+the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
 is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
 are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
 definition that would widen what an agent may do by being misread is refused.
@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from ipc.errors import InvalidInput
+from ipc.model_specs import check_effort
 from ipc.permission_rules import Rule
 
 log = logging.getLogger("agentteams.agents")
@@ -72,8 +73,9 @@ class AgentDefinition:
     memory: str | None = None  # "user", "project" or "local": its memory directory's scope
     skills: tuple[str, ...] = ()  # skills whose SKILL.md is part of its system prompt
     hooks: dict[str, Any] = field(default_factory=dict, compare=False)  # its own hooks, as settings'
-    effort: str | None = None  # read, not sent (see the README)
-    mcp_servers: tuple[Any, ...] = ()  # read, not started (see the README)
+    effort: str | None = None  # sent as the request's output_config.effort
+    mcp_servers: tuple[Any, ...] = ()  # names, or {name: config}: started with the agent
+    required_mcp_servers: tuple[str, ...] = ()  # patterns of servers it cannot start without
     fork_subagent: bool | None = None  # forkSubagent: this agent's fork gate (None: the team's)
     source: str = field(default="builtin", compare=False)
 
@@ -155,7 +157,10 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
     if not isinstance(hooks, dict):
         raise ValueError("'hooks' must be a mapping of hook events to lists, as in settings.json")
     mcp = meta.get("mcpServers") or []
-    effort = meta.get("effort")
+    try:
+        effort = check_effort(meta.get("effort"), "'effort'")
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
     return AgentDefinition(
         name=name,
         description=str(meta.get("description") or ""),
@@ -173,13 +178,14 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         memory=memory,
         skills=tuple(_entries(meta.get("skills") or [], "skills")),
         hooks=hooks,
-        effort=str(effort) if effort is not None else None,
+        effort=effort or None,
         mcp_servers=tuple(mcp)
         if isinstance(mcp, list)
         else tuple(mcp.items())
         if isinstance(mcp, dict)
         else (),
         fork_subagent=fork,
+        required_mcp_servers=tuple(_entries(meta.get("requiredMcpServers") or [], "requiredMcpServers")),
         source=source,
     )
 
@@ -188,19 +194,27 @@ def definition_dirs(cwd: Path) -> tuple[Path, Path]:
     return Path.home() / ".claude" / "agents", cwd / ".claude" / "agents"
 
 
-def load_definitions(cwd: Path) -> dict[str, AgentDefinition]:
-    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins),
-    subfolders included. A file that is not a definition is logged and skipped."""
+def _scan(cwd: Path) -> tuple[dict[str, AgentDefinition], dict[str, str]]:
+    """(definitions by name, why each unreadable file was skipped, by its file name)."""
     found: dict[str, AgentDefinition] = {}
+    broken: dict[str, str] = {}
     for folder in definition_dirs(cwd):
         for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
             try:
                 definition = parse_definition(path.read_text(), str(path))
             except (OSError, ValueError) as exc:
                 log.error("%s: not an agent definition (%s); skipped", path, exc)
+                broken[path.stem] = f"its definition {path} cannot be read ({exc})"
                 continue
             found[definition.name] = definition
-    return found
+            broken.pop(definition.name, None)
+    return found, broken
+
+
+def load_definitions(cwd: Path) -> dict[str, AgentDefinition]:
+    """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins),
+    subfolders included. A file that is not a definition is logged and skipped."""
+    return _scan(cwd)[0]
 
 
 def known_types(cwd: Path) -> list[str]:
@@ -209,12 +223,16 @@ def known_types(cwd: Path) -> list[str]:
 
 def resolve(agent_type: str, cwd: Path) -> AgentDefinition:
     """The definition of ``agent_type``: a custom one, else a built-in; InvalidInput naming
-    the known types otherwise."""
-    custom = load_definitions(cwd).get(agent_type)
+    the known types (or why its file could not be read) otherwise."""
+    found, broken = _scan(cwd)
+    custom = found.get(agent_type)
     if custom is not None:
         return custom
+    if agent_type in broken:
+        raise InvalidInput(f"unknown agent type {agent_type!r}: {broken[agent_type]}")
     if agent_type not in BUILTIN:
-        raise InvalidInput(f"unknown agent type {agent_type!r}; known: {', '.join(known_types(cwd))}")
+        known = [*BUILTIN, *sorted(found)]
+        raise InvalidInput(f"unknown agent type {agent_type!r}; known: {', '.join(known)}")
     return AgentDefinition(name=agent_type, tools=BUILTIN[agent_type])
 
 

@@ -122,6 +122,8 @@ def environment(spec: LaunchSpec, base: dict[str, str]) -> dict[str, str]:
         "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
         "TERM": base.get("TERM") or "xterm-256color",
     }
+    if spec.effort:
+        env["CLAUDE_CODE_EFFORT_LEVEL"] = spec.effort  # Claude Code's own setting for it
     if not is_users_home(Path(spec.root)):
         env["CLAUDE_CONFIG_DIR"] = str(Path(spec.root).resolve())
     return env

@@ -198,6 +198,7 @@ class TeamConfigStore:
         color: str = "",
         allowed_tools: str = "",
         disallowed_tools: str = "",
+        effort: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
@@ -232,6 +233,7 @@ class TeamConfigStore:
                 permission_mode=permission_mode or UNSET,
                 allowed_tools=allowed_tools or UNSET,
                 disallowed_tools=disallowed_tools or UNSET,
+                effort=effort or UNSET,
             )
             config.members.append(member)
             return member

@@ -19,7 +19,7 @@ import msgspec
 
 from ipc.boundary import input_errors
 from ipc.errors import InvalidInput
-from ipc.model_specs import check_model
+from ipc.model_specs import check_effort, check_model
 from ipc.options import Backend, check_permission_mode, runs_claude_code
 from ipc.paths import TeamPaths
 
@@ -68,6 +68,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     fork_subagents: bool = False  # the team's fork gate: an Agent call without a type forks this agent
     fork: bool = False  # a subagent that is a fork worker (its parent's conversation, tools and model)
     bubble: bool = False  # a subagent whose permission requests go up to its parent
+    effort: str = ""  # output_config.effort of its requests (wins over its definition's)
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -105,6 +106,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
         spec = _convert(values, cls, "teammate flags")
         check_model(spec.model)
         check_permission_mode(spec.permission_mode)
+        check_effort(spec.effort, "AGENTTEAMS_EFFORT")
         return spec
 
     @property

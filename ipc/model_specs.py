@@ -35,6 +35,8 @@ MODEL_FORMS = (
     "offline, anthropic:MODEL (e.g. anthropic:claude-sonnet-4-5), a Claude model id, "
     "sonnet, opus, haiku, inherit, claude-code[:MODEL] or python:MODULE:CLASS"
 )
+# The Messages API's ``output_config.effort`` levels (how much the model puts into a reply).
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _MODEL_ID = re.compile(r"^claude-[a-z0-9][a-z0-9.\-]*$")
 _PYTHON_MODEL = re.compile(r"^python:[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -49,6 +51,16 @@ def check_model(spec: str) -> str:
     if _MODEL_ID.match(spec) or _PYTHON_MODEL.match(spec):
         return spec
     raise InvalidInput(f"unknown model {spec!r}; use {MODEL_FORMS}")
+
+
+def check_effort(value: object, where: str = "effort") -> str:
+    """``value`` if it is an effort level the Messages API takes ('' for none); InvalidInput
+    naming the levels if not (a number, Claude Code's internal form, is not sent to the API)."""
+    if value in (None, ""):
+        return ""
+    if isinstance(value, str) and value in EFFORTS:
+        return value
+    raise InvalidInput(f"{where} {value!r} is not an effort level; use one of {', '.join(EFFORTS)}")
 
 
 def resolve_model(spec: str, environ: Mapping[str, str] | None = None) -> str:

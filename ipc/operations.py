@@ -269,6 +269,23 @@ class ModeSet(Struct, kw_only=True):
     mode: str
 
 
+class UpdatePermissions(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Change running teammates' permissions for the rest of their session (Claude Code's
+    team_permission_update): rules added as allow, deny or ask, directories added."""
+
+    name: Annotated[str, Meta(description="a teammate, or * for every teammate")] = "*"
+    rules: Annotated[
+        list[str], Meta(description="Claude Code's rules, e.g. Bash(npm test:*), Edit(src/**)")
+    ] = []
+    behavior: Literal["allow", "deny", "ask"] = "allow"
+    directories: Annotated[list[str], Meta(description="working directories to add")] = []
+
+
+class PermissionsUpdated(Struct, kw_only=True):
+    names: list[str]  # the teammates it was sent to
+    updates: list[dict[str, Any]]  # Claude Code's permission updates, as sent
+
+
 class Push(Struct, kw_only=True, forbid_unknown_fields=True):
     """An in-memory message a running teammate takes before anything else (not kept on disk)."""
 

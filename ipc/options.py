@@ -8,7 +8,7 @@ from typing import Literal
 import msgspec
 
 from ipc.errors import InvalidInput
-from ipc.model_specs import check_model, claude_code_model
+from ipc.model_specs import check_effort, check_model, claude_code_model
 from ipc.paths import normalise_agent_name
 from ipc.permission_rules import parse_tool_list
 
@@ -56,6 +56,7 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # tools withheld (bare names) and deny rules (patterns).
     allowed_tools: str = ""
     disallowed_tools: str = ""
+    effort: str = ""  # the Messages API's output_config.effort (wins over its definition's)
 
     def checked(self) -> TeammateOptions:
         """These options with the name normalised; InvalidInput (nothing written) if any
@@ -63,6 +64,7 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         the team's project directory."""
         check_model(self.model)
         check_permission_mode(self.permission_mode)
+        check_effort(self.effort)
         for flag, value in (
             ("allowed_tools", self.allowed_tools),
             ("disallowed_tools", self.disallowed_tools),

@@ -58,7 +58,9 @@ class Rule:
         if self.tool == tool:
             return True
         if self.specifier is None:
-            return False
+            # Claude Code's server-wide MCP rules: mcp__server and mcp__server__*
+            server = self.tool.removesuffix("__*")
+            return server.startswith("mcp__") and server.count("__") == 1 and tool.startswith(server + "__")
         return (self.tool == "Read" and tool in READ_TOOLS) or (self.tool == "Edit" and tool in EDIT_TOOLS)
 
 

@@ -25,6 +25,7 @@ from ipc.schemas import (
     ShutdownRejected,
     ShutdownRequest,
     TaskAssignment,
+    TeamPermissionUpdate,
     parse_body,
 )
 
@@ -87,6 +88,8 @@ def _text(body: ProtocolBody) -> str:
         return f"[permission denied] {error}"
     if isinstance(body, ModeSetRequest):
         return f"[permission mode] {body.from_} set your permission mode to {body.mode}."
+    if isinstance(body, TeamPermissionUpdate):
+        return f"[permissions] the lead changed your permissions: {json.dumps(body.permission_update)}"
     return ""  # pragma: no cover - every body type is named above
 
 

@@ -48,6 +48,7 @@ class Member(Struct, rename="camel", kw_only=True):
     permission_mode: str | UnsetType = UNSET
     allowed_tools: str | UnsetType = UNSET  # agentteams': its --allowed-tools, kept for restarts
     disallowed_tools: str | UnsetType = UNSET
+    effort: str | UnsetType = UNSET  # agentteams': the effort it was spawned with
 
     @property
     def mode_name(self) -> str:
@@ -230,6 +231,19 @@ class ModeSetRequest(_Body, tag="mode_set_request"):
     timestamp: str
 
 
+class TeamPermissionUpdate(_Body, tag="team_permission_update"):
+    """The lead widens (or narrows) a running teammate's permissions for the rest of its
+    session (Claude Code's team_permission_update): one permission update, as an approval's
+    ``permission_updates`` carry them (``addRules`` with ``rules``, ``behavior`` and
+    ``destination: session``; agentteams also sends ``addDirectories``)."""
+
+    permission_update: dict[str, Any]
+    directory_path: str = ""  # the working directory the update was made from
+    tool_name: str = ""  # the tool its first rule is for
+    from_: str | UnsetType = field(default=UNSET, name="from")  # agentteams': who sent it
+    timestamp: str | UnsetType = UNSET
+
+
 ProtocolBody = (
     IdleNotification
     | TaskAssignment
@@ -241,6 +255,7 @@ ProtocolBody = (
     | PermissionRequest
     | PermissionResponse
     | ModeSetRequest
+    | TeamPermissionUpdate
 )
 
 _body_decoder: msgspec.json.Decoder[ProtocolBody] = msgspec.json.Decoder(ProtocolBody)

@@ -97,6 +97,47 @@ class SendMessageInput(_Input):
             self.summary = message.strip().splitlines()[0][:60] if message.strip() else "message"
 
 
+LeadMessageType = Literal[MessageType, "mode_set_request", "team_permission_update"]
+
+
+class LeadSendMessageInput(SendMessageInput):
+    """Send a message to a teammate or the lead (type=message, needs recipient, content, summary), to
+    everyone (broadcast), ask a teammate to shut down (shutdown_request), answer a request, set a
+    teammate's permission mode (mode_set_request with mode) or add rules or directories to its permissions
+    for its session (team_permission_update with rules, behavior, directories; recipient '*': everyone).
+    Claude Code 2.1.330's {to, message} form is accepted too."""
+
+    kind: LeadMessageType | None = field(default=None, name="type")  # type: ignore[assignment]
+    mode: Annotated[str | None, Meta(description="mode_set_request: the new permission mode")] = None
+    rules: Annotated[list[str] | None, Meta(description="team_permission_update: e.g. Bash(npm test:*)")] = (
+        None
+    )
+    behavior: Literal["allow", "deny", "ask"] = "allow"
+    directories: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        """The lead's own message types in 2.1.330's ``{to, message: {type, ...}}`` form too
+        (only the lead is offered this input: a teammate's SendMessage has no such types)."""
+        message = self.message
+        kind = message.get("type") if isinstance(message, dict) else None
+        if (
+            self.kind is not None
+            or self.to is None
+            or kind not in ("mode_set_request", "team_permission_update")
+        ):
+            super().__post_init__()
+            return
+        assert isinstance(message, dict)
+        self.kind, self.recipient = kind, self.to
+        self.mode = _text(message.get("mode"))
+        rules, directories = message.get("rules"), message.get("directories")
+        self.rules = [str(r) for r in rules] if isinstance(rules, list) else None
+        self.directories = [str(d) for d in directories] if isinstance(directories, list) else None
+        behavior = message.get("behavior")
+        if behavior in ("allow", "deny", "ask"):
+            self.behavior = behavior
+
+
 class TaskCreateInput(_Input):
     """Create a task in the team's shared task list. addBlockedBy (an agentteams addition) sets its
     blockers as it is created, so no teammate can claim it before them."""

@@ -52,6 +52,7 @@ from ipc.schemas import (
     LEAD_NAME,
     IdleNotification,
     InboxMessage,
+    ModeSetRequest,
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
@@ -62,6 +63,7 @@ from ipc.schemas import (
     ShutdownRequest,
     TaskAssignment,
     TeamConfig,
+    TeamPermissionUpdate,
 )
 from ipc.storage import FileKey, atomic_write, file_key, read_bytes
 
@@ -417,7 +419,10 @@ def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> s
         return f"a {_kind(body)} from {sender}, who is not a member of the team"
     if body is not None and check.person:
         return f"a {_kind(body)} written by a person in {sender}'s name is not acted on"
-    if isinstance(body, ShutdownRequest | PlanApprovalResponse | PermissionResponse) and sender != LEAD_NAME:
+    commands = (
+        ShutdownRequest | PlanApprovalResponse | PermissionResponse | ModeSetRequest | TeamPermissionUpdate
+    )
+    if isinstance(body, commands) and sender != LEAD_NAME:
         return f"a {_kind(body)} may come only from {LEAD_NAME}, not {sender}"
     about = _about(body)
     if about is not None and about != sender:

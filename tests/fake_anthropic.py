@@ -168,6 +168,19 @@ class PromptCache:
         return usage
 
 
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def invalid(body: dict[str, Any]) -> Reply | None:
+    """The 400 the API answers a request it cannot take with (what the fake checks: the
+    effort level)."""
+    effort = (body.get("output_config") or {}).get("effort", "high")
+    if effort not in EFFORTS:
+        problem = {"type": "invalid_request_error", "message": f"output_config.effort: {effort!r} is invalid"}
+        return 400, {"type": "error", "error": problem}, {}
+    return None
+
+
 class FakeAnthropic:
     """Serves POST /v1/messages from ``script(request_json, n)``; keeps every request (and
     when it arrived). With ``usage``, a 200 reply reports ``usage(request)`` (e.g. a
@@ -193,7 +206,8 @@ class FakeAnthropic:
                 with outer.lock:
                     outer.requests.append(body)
                     n = len(outer.requests)
-                    status, payload, headers = outer.script(body, n)
+                    refused = invalid(body)
+                    status, payload, headers = refused or outer.script(body, n)
                     if status == 200:
                         headers = {**outer.headers, **headers}
                         if outer.usage is not None:

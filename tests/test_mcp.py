@@ -42,7 +42,13 @@ SPEC_TOOLS = {
     "task_update",
     "answer_request",
 }
-LEAD_TOOLS = SPEC_TOOLS | {"spawn_teammate", "shutdown_teammate", "list_requests"}
+LEAD_TOOLS = SPEC_TOOLS | {
+    "spawn_teammate",
+    "shutdown_teammate",
+    "list_requests",
+    "set_mode",
+    "update_permissions",
+}
 NEVER = "600"  # the fallback poll: far beyond every deadline here, so only a wake can pass
 
 

@@ -36,6 +36,9 @@ class AnthropicModel:
         self.max_turns = context.definition.max_turns
         self.max_tokens = int(os.environ.get("AGENTTEAMS_MAX_TOKENS") or output_limit(model_name))
         self.system = system_prompt(spec, context.definition)
+        # The spawn's effort, else the definition's; none: the model's own default.
+        effort = spec.effort or context.definition.effort
+        self.output_config: dict[str, Any] = {"effort": effort} if effort else {}
         self.transcript = context.transcript
         self.cache = caching.enabled()
         # A restarted teammate continues its conversation (from its last compaction); the
@@ -57,6 +60,8 @@ class AnthropicModel:
 
     def _request(self, tools: ToolBox, messages: list[dict[str, Any]]) -> Any:
         params = caching.request(self.system, tools.schemas(), messages, cache=self.cache)
+        if self.output_config:
+            params["output_config"] = self.output_config
         return self.api.create(max_tokens=self.max_tokens, **params)
 
     def _run(self, tools: ToolBox) -> TurnOutcome:

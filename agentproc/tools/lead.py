@@ -8,11 +8,11 @@ from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
-from ipc import answers, control
+from ipc import answers, control, team_permissions
 from ipc.errors import AgentTeamsError
 from ipc.paths import normalise_team_name
 from ipc.schemas import PermissionRequest
-from ipc.tool_inputs import SendMessageInput, TeamCreateInput, TeamDeleteInput
+from ipc.tool_inputs import LeadSendMessageInput, SendMessageInput, TeamCreateInput, TeamDeleteInput
 
 
 def _team_create(ctx: AgentContext, args: TeamCreateInput) -> str:
@@ -67,6 +67,18 @@ def _team_delete(ctx: AgentContext, args: TeamDeleteInput) -> str:
 
 TEAM_CREATE = Tool("TeamCreate", TeamCreateInput, _team_create, kind="coordination")
 TEAM_DELETE = Tool("TeamDelete", TeamDeleteInput, _team_delete, kind="coordination")
+
+
+def set_permissions(ctx: AgentContext, args: LeadSendMessageInput) -> dict[str, Any]:
+    """SendMessage type mode_set_request (a teammate's permission mode, now and for its
+    restarts) or team_permission_update (rules or directories for the rest of its session)."""
+    recipient = needed(args.recipient, "recipient")
+    if args.kind == "mode_set_request":
+        name = team_permissions.set_mode(ctx.messenger, recipient, needed(args.mode, "mode"))
+        return {"success": True, "message": f"{name} will run in {args.mode} mode from its next turn"}
+    changes = team_permissions.updates(args.rules or [], args.behavior, args.directories or [])
+    names = team_permissions.update_permissions(ctx.messenger, recipient, changes)
+    return {"success": True, "message": f"Sent to {', '.join(names) or 'no teammate'}", "updates": changes}
 
 
 def answer_plan(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:

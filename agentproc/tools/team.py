@@ -15,13 +15,14 @@ import msgspec
 from agentproc import hooks, subagents
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
-from agentproc.tools.lead import answer_permission, answer_plan
+from agentproc.tools.lead import answer_permission, answer_plan, set_permissions
 from ipc.clock import now_iso
 from ipc.replies import SubagentResult
 from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
 from ipc.subagents import find as find_subagent
 from ipc.tool_inputs import (
     MESSAGE_TYPES,
+    LeadSendMessageInput,
     SendMessageInput,
     TaskCreateInput,
     TaskGetInput,
@@ -95,6 +96,8 @@ def _send_message(ctx: AgentContext, args: SendMessageInput) -> str:
                 "request_id": request_id,
             }
         )
+    if isinstance(args, LeadSendMessageInput) and kind in ("mode_set_request", "team_permission_update"):
+        return as_json(set_permissions(ctx, args))
     if kind in ("plan_approval_response", "permission_response"):
         if ctx.spec.role != "lead":
             raise ToolFailure("only the team lead answers plan approval and permission requests")
@@ -105,6 +108,8 @@ def _send_message(ctx: AgentContext, args: SendMessageInput) -> str:
 
 
 SEND_MESSAGE = Tool("SendMessage", SendMessageInput, _send_message, kind="coordination")
+# The lead's SendMessage (its extra tools replace the common one): its own message types too.
+LEAD_SEND_MESSAGE = Tool("SendMessage", LeadSendMessageInput, _send_message, kind="coordination")
 
 
 def _task_view(task: Task) -> dict[str, Any]:

@@ -139,6 +139,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         allowed_tools=args.allowed_tools,
         disallowed_tools=args.disallowed_tools,
+        effort=args.effort,
     ).checked()
     team.store.read()  # NotFound, and then NotRunning, before a budget is written
     team.require_up_for(options.host)
@@ -178,6 +179,18 @@ def cmd_background(args: argparse.Namespace) -> int:
     finally:
         team.close()
     emit(args, moved, f"{moved.id} goes on in the background; {moved.parent} hears of its result")
+
+
+def cmd_permit(args: argparse.Namespace) -> int:
+    team = open_team(args)
+    try:
+        change = io.UpdatePermissions(
+            name=args.name, rules=args.rules, behavior=args.behavior, directories=args.directories
+        )
+        sent = ops.update_permissions(team, change)
+    finally:
+        team.close()
+    emit(args, sent, f"sent to {', '.join(sent.names) or 'no teammate'}: {sent.updates}")
     return 0
 
 
@@ -401,6 +414,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "restart": cmd_restart,
     "mode": cmd_mode,
     "background": cmd_background,
+    "permit": cmd_permit,
     "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,

@@ -209,6 +209,7 @@ def cmd_lead(args: argparse.Namespace) -> int:
         owns_team=owns,
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
+        effort=args.effort,
     )
     return _lead_finished(args, lead.wait())
 
@@ -230,6 +231,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         owns_team=owns,
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
+        effort=args.effort,
     )
     print(
         f"Talking to the lead of team {team.name!r} (model {args.model}). Give it a goal; teammates' messages "

@@ -17,12 +17,16 @@ from typing import Any
 
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.launch import SupervisorOptions
+from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
 from supervisor.cli.arguments import Parser, budget_arguments, global_options, struct_arguments
 from supervisor.client.busy import DEFAULT_ROWS
 
+EFFORT_HELP = (
+    "the effort its model requests ask for (the API's output_config.effort; default: the model's own)"
+)
 MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
 
 LEAD_HELP = """\
@@ -100,12 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
     lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     lead.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
+    lead.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
     chat.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
     chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
+    chat.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat.add_argument(
         "--allow-pipe",
         action="store_true",
@@ -173,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="tools it does without, and rules it is denied, e.g. 'Write Bash(rm:*)'",
     )
+    spawn.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        default="",
+        help="the effort its requests ask for (default: its definition's, else the model's own)",
+    )
     budget_arguments(spawn, "this teammate")
     backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
@@ -190,6 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
     background = cmd(sub, "background", "move a running synchronous subagent to the background")
     background.add_argument("team")
     background.add_argument("subagent", help="its id (sub-...), as ps shows it")
+    permit = cmd(
+        sub,
+        "permit",
+        "add permission rules or directories to running teammates, for their session "
+        "(Claude Code's team_permission_update)",
+    )
+    permit.add_argument("team")
+    permit.add_argument("name", help="a teammate, or '*' for every teammate")
+    permit.add_argument(
+        "rules", nargs="*", help="Claude Code's rules, e.g. 'Bash(npm test:*)' 'Edit(src/**)'"
+    )
+    permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
+    permit.add_argument(
+        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
+    )
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")

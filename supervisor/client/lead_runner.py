@@ -23,7 +23,7 @@ import msgspec
 
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput
 from ipc.launch import LaunchSpec, LeadLaunch
-from ipc.model_specs import check_api_key, check_model
+from ipc.model_specs import check_api_key, check_effort, check_model
 from ipc.options import check_permission_mode
 from ipc.paths import agent_id
 from ipc.replies import LeadResult
@@ -44,11 +44,15 @@ def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool
 
 
 def lead_spec(
-    team: TeamHandle, model: str, permission_mode: str = "", fork_subagents: bool = False
+    team: TeamHandle,
+    model: str,
+    permission_mode: str = "",
+    fork_subagents: bool = False,
+    effort: str = "",
 ) -> LaunchSpec:
     """The lead agent of ``team``: Claude Code's lead has no color; it works in the cwd the
     team was created with (else in ours), in ``permission_mode``, which the teammates it
-    spawns inherit."""
+    spawns inherit, its requests asking for ``effort``."""
     config = team.config()
     lead = config.member(LEAD_NAME)
     return LaunchSpec(
@@ -60,6 +64,7 @@ def lead_spec(
         model=model,
         permission_mode=check_permission_mode(permission_mode),
         fork_subagents=fork_subagents,
+        effort=check_effort(effort),
         root=str(team.root),
         cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
         role="lead",
@@ -81,9 +86,11 @@ class LeadRun:
         owns_team: bool = False,
         permission_mode: str = "",
         fork_subagents: bool = False,
+        effort: str = "",
     ) -> None:
         check_lead(prompt, model, timeout, interactive)
         check_permission_mode(permission_mode)
+        check_effort(effort)
         self.team = team
         self.owns_team = owns_team
         self.started_supervisor = not team.is_up()
@@ -101,7 +108,7 @@ class LeadRun:
         self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
         self.result_file = self.result_dir / "result.json"
         launch = LeadLaunch(
-            spec=lead_spec(team, model, permission_mode, fork_subagents),
+            spec=lead_spec(team, model, permission_mode, fork_subagents, effort),
             result_file=str(self.result_file),
             prompt=prompt,
             timeout=timeout,

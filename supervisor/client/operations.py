@@ -17,16 +17,15 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control, transcript_view, trust, worktrees
+from ipc import answers, control, team_permissions, transcript_view, trust, worktrees
 from ipc import operations as io
-from ipc.clock import now_iso
 from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
-from ipc.options import PERMISSION_MODES, TeammateOptions, check_permission_mode
+from ipc.options import TeammateOptions
 from ipc.paths import normalise_agent_name
 from ipc.readable import event_of
 from ipc.replies import SpawnReply, StopReply, SubagentResult
-from ipc.schemas import LEAD_NAME, ModeSetRequest, Task
+from ipc.schemas import LEAD_NAME, Task
 from ipc.task_rules import ClaimResult
 from ipc.usage import TeamUsage, team_usage
 from supervisor.client import members, outsiders
@@ -329,15 +328,17 @@ def background_subagent(team: TeamHandle, args: io.SubagentRef, actor: str) -> S
 @operation("set_mode", io.SetMode, io.ModeSet, writes=True, lead_only=True)
 def set_mode(team: TeamHandle, args: io.SetMode, actor: str) -> io.ModeSet:
     """Set a teammate's permission mode (Claude Code's mode_set_request): it takes it before
-    its next turn, and keeps it when restarted."""
-    mode = check_permission_mode(args.mode)
-    if not mode:
-        raise InvalidInput(f"give a permission mode: one of {', '.join(PERMISSION_MODES)}")
-    name = normalise_agent_name(clean_recipient(args.name))
-    team.store.require_member(name)
-    team.store.update_member(name, permission_mode=mode)
-    team.messenger.send_body(LEAD_NAME, name, ModeSetRequest(mode=mode, from_=LEAD_NAME, timestamp=now_iso()))
-    return io.ModeSet(name=name, mode=mode)
+    its next turn, tells the lead, and keeps it when restarted."""
+    return io.ModeSet(name=team_permissions.set_mode(team.messenger, args.name, args.mode), mode=args.mode)
+
+
+@operation("update_permissions", io.UpdatePermissions, io.PermissionsUpdated, writes=True, lead_only=True)
+def update_permissions(team: TeamHandle, args: io.UpdatePermissions, actor: str) -> io.PermissionsUpdated:
+    """Add rules (allow, deny or ask) or directories to a running teammate, or to every one
+    with ``*`` (Claude Code's team_permission_update), for the rest of its session."""
+    changes = team_permissions.updates(args.rules, args.behavior, args.directories)
+    names = team_permissions.update_permissions(team.messenger, args.name, changes)
+    return io.PermissionsUpdated(names=names, updates=changes)
 
 
 @operation("push", io.Push, io.Pushed, writes=True, lead_only=True)

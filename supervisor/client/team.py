@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -86,12 +86,14 @@ class Team(TeamHandle):
         isolation: Isolation = "none",
         allowed_tools: str = "",
         disallowed_tools: str = "",
+        effort: str = "",
     ) -> str:
         """Start a teammate; returns its name. A taken name is refused (Conflict), or with
         ``rename`` becomes ``-2``, ``-3``… ``host``: the host it runs on, in a team on the
         engine (default: this one). ``isolation="worktree"``: its own git worktree of the
         team's cwd as its cwd (see :meth:`diff`). ``allowed_tools`` / ``disallowed_tools``:
-        Claude Code's ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``)."""
+        Claude Code's ``--allowedTools`` / ``--disallowedTools`` (``"Bash(git:*) Edit"``).
+        ``effort``: ``low`` … ``max``, the effort its model requests ask for."""
         options = TeammateOptions(
             name=name,
             prompt=prompt,
@@ -106,6 +108,7 @@ class Team(TeamHandle):
             isolation=isolation,
             allowed_tools=allowed_tools,
             disallowed_tools=disallowed_tools,
+            effort=effort,
         )
         return self.start_teammate(options, timeout=timeout).name
 
@@ -189,6 +192,20 @@ class Team(TeamHandle):
         when started again."""
         operations.set_mode(self, io.SetMode(name=name, mode=mode))
 
+    def update_permissions(
+        self,
+        name: str = "*",
+        rules: list[str] | None = None,
+        behavior: Literal["allow", "deny", "ask"] = "allow",
+        directories: list[str] | None = None,
+    ) -> list[str]:
+        """Add permission rules (``"Bash(npm test:*)"``, as ``behavior``) or directories to a
+        running teammate (every one for ``*``) for the rest of its session; who it went to."""
+        change = io.UpdatePermissions(
+            name=name, rules=rules or [], behavior=behavior, directories=directories or []
+        )
+        return operations.update_permissions(self, change).names
+
     def deny(self, request_id: str, feedback: str = "") -> dict[str, Any]:
         args = io.AnswerRequest(request_id=request_id, approve=False, feedback=feedback)
         return _plain(operations.answer_request(self, args))
@@ -233,13 +250,15 @@ class Team(TeamHandle):
         keep: bool = True,
         permission_mode: str = "",
         fork_subagents: bool = False,
+        effort: str = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
         every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
         the teammates it spawns inherit. ``fork_subagents``: the fork gate (an Agent call
-        without a type forks the caller), for the lead and, in a supervisor this starts, the team."""
+        without a type forks the caller), for the lead and, in a supervisor this starts, the team.
+        ``effort``: what its requests ask for."""
         run = LeadRun(
             self,
             prompt,
@@ -250,6 +269,7 @@ class Team(TeamHandle):
             owns_team=not keep,
             permission_mode=permission_mode,
             fork_subagents=fork_subagents,
+            effort=effort,
         )
         return run.wait()
 

@@ -57,6 +57,7 @@ def teammate_spec(ctx: TeamContext, member: Member, *, permission_mode: str) -> 
         permission_mode=permission_mode,
         allowed_tools=member.allowed_tools if isinstance(member.allowed_tools, str) else "",
         disallowed_tools=member.disallowed_tools if isinstance(member.disallowed_tools, str) else "",
+        effort=member.effort if isinstance(member.effort, str) else "",
         cwd=member.cwd or str(Path.cwd()),
         backend=member.backend_type
         if member.backend_type in ("claude-code", "tmux", "in-process")
@@ -133,6 +134,8 @@ def subagent_spec(
         or own_mode
         or options.parent_permission_mode
         or (parent.permission_mode if parent is not None else ""),
+        # Its definition's effort, else its parent's (the session's, as Claude Code has it).
+        effort="" if definition.effort or parent is None else parent.effort,
         role="subagent",
         parent=options.parent,
         subagent_id=sub_id,

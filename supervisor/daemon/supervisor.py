@@ -356,12 +356,12 @@ class Supervisor:
             color=resolve_agent_type(options.agent_type, Path(cwd)).color or "",  # its definition's
             allowed_tools=options.allowed_tools,
             disallowed_tools=options.disallowed_tools,
+            effort=options.effort,
         )
         if options.isolation == "worktree":
             member = self._isolate(member.name, cwd)
         mailbox = self.state.mailbox(member.name)
-        if options.prompt:
-            # The first inbox message is the prompt, from the lead, with no summary or color.
+        if options.prompt:  # the first inbox message: the prompt, from the lead, no summary or color
             mailbox.append(sender=LEAD_NAME, text=options.prompt, member_checked=True)
         else:
             mailbox.create()

@@ -47,7 +47,15 @@ MEMBER_TOOLS = (
     "task_update",
     "answer_request",
 )
-LEAD_TOOLS = (*MEMBER_TOOLS[:-1], "spawn_teammate", "shutdown_teammate", "answer_request", "list_requests")
+LEAD_TOOLS = (
+    *MEMBER_TOOLS[:-1],
+    "spawn_teammate",
+    "shutdown_teammate",
+    "answer_request",
+    "list_requests",
+    "set_mode",
+    "update_permissions",
+)
 TRACE_KEY = "agentteams/returned_ns"
 PROGRESS_EVERY = 5.0  # seconds between progress notifications while a wait goes on
 MAX_TEXT = 4000

@@ -61,6 +61,8 @@ ROUTES = [
     Route("POST", "/members/{name}/restart", "restart_teammate"),
     Route("POST", "/members/{name}/push", "push"),
     Route("POST", "/subagents/{subagent}/background", "background_subagent"),
+    Route("POST", "/members/{name}/mode", "set_mode"),
+    Route("POST", "/members/{name}/permissions", "update_permissions"),
     Route("GET", "/messages", "team_messages"),
     Route("POST", "/messages", "send_message"),
     # Looking at an inbox over HTTP never marks it read: a GET changes nothing.

@@ -1,0 +1,84 @@
+"""The lead changing a running teammate's permissions, built once for every door (the
+table's ``set_mode`` and ``update_permissions``, and a lead agent's SendMessage): Claude
+Code's ``mode_set_request`` and ``team_permission_update``, written to the teammate's
+inbox. The teammate takes either before its next turn, keeps it for the rest of its
+session and tells the lead it did; a mode is also kept in its member entry, for restarts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipc.clock import now_iso
+from ipc.errors import InvalidInput
+from ipc.messaging import Messenger, clean_recipient
+from ipc.options import PERMISSION_MODES, check_permission_mode
+from ipc.paths import normalise_agent_name
+from ipc.permission_rules import BEHAVIORS, Rule
+from ipc.schemas import LEAD_NAME, ModeSetRequest, TeamPermissionUpdate
+
+EVERYONE = ("*", "@team", "")
+
+
+def set_mode(messenger: Messenger, name: str, mode: str) -> str:
+    """Send ``name`` a mode_set_request and keep the mode in its member entry; the
+    teammate's name. InvalidInput (nothing sent) for a mode that is not one."""
+    if not check_permission_mode(mode):
+        raise InvalidInput(f"give a permission mode: one of {', '.join(PERMISSION_MODES)}")
+    member = normalise_agent_name(clean_recipient(name))
+    if member == LEAD_NAME:
+        raise InvalidInput("the lead's own mode is set when it starts (--permission-mode); name a teammate")
+    messenger.store.require_member(member)
+    messenger.store.update_member(member, permission_mode=mode)
+    messenger.send_body(LEAD_NAME, member, ModeSetRequest(mode=mode, from_=LEAD_NAME, timestamp=now_iso()))
+    return member
+
+
+def updates(rules: list[str], behavior: str, directories: list[str]) -> list[dict[str, Any]]:
+    """Claude Code's permission updates, for the session, of rules (``Bash(npm test:*)``)
+    and directories; InvalidInput naming the first one that is wrong."""
+    if behavior not in BEHAVIORS:
+        raise InvalidInput(f"behavior {behavior!r}; use one of {', '.join(BEHAVIORS)}")
+    parsed = []
+    for rule in rules:
+        try:
+            parsed.append(Rule.parse(rule))
+        except ValueError as exc:
+            raise InvalidInput(f"permission rule {rule!r}: {exc}") from None
+    if not parsed and not directories:
+        raise InvalidInput("give at least one permission rule (e.g. 'Bash(npm test:*)') or directory")
+    out: list[dict[str, Any]] = []
+    if parsed:
+        listed = [
+            {"toolName": r.tool, **({"ruleContent": r.specifier} if r.specifier else {})} for r in parsed
+        ]
+        out.append({"type": "addRules", "rules": listed, "behavior": behavior, "destination": "session"})
+    if directories:
+        out.append({"type": "addDirectories", "directories": directories, "destination": "session"})
+    return out
+
+
+def update_permissions(messenger: Messenger, name: str, changes: list[dict[str, Any]]) -> list[str]:
+    """Send each change to ``name`` (every teammate for ``*``) as a team_permission_update;
+    the teammates it went to."""
+    config = messenger.store.read()
+    lead = config.member(LEAD_NAME)
+    cwd = lead.cwd if lead is not None else ""
+    if name.strip() in EVERYONE:
+        names = [m.name for m in config.teammates()]
+    else:
+        member = normalise_agent_name(clean_recipient(name))
+        if member == LEAD_NAME:
+            raise InvalidInput("the lead's permissions come from its settings files; name a teammate or '*'")
+        names = [messenger.store.require_member(member).name]
+    for change in changes:
+        rules = change.get("rules") or [{}]
+        body = TeamPermissionUpdate(
+            permission_update=change,
+            directory_path=cwd,
+            tool_name=str(rules[0].get("toolName", "")),
+            from_=LEAD_NAME,
+            timestamp=now_iso(),
+        )
+        for member in names:
+            messenger.deliver_body(LEAD_NAME, member, body)
+    return names
