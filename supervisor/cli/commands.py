@@ -179,6 +179,7 @@ def cmd_background(args: argparse.Namespace) -> int:
     finally:
         team.close()
     emit(args, moved, f"{moved.id} goes on in the background; {moved.parent} hears of its result")
+    return 0
 
 
 def cmd_permit(args: argparse.Namespace) -> int:
