@@ -109,8 +109,11 @@ def plan_text(scenario: sc.Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tree_size(tree: TeamTree) -> int:
-    return sum(1 + len(m.children) for m in tree.teammates if m.pid)
+def _tree_size(tree: TeamTree) -> tuple[int, int]:
+    """Teammates running, then their tools: a sample with every teammate up is the peak even
+    when an earlier one with fewer teammates caught more tool processes."""
+    running = [m for m in tree.teammates if m.pid]
+    return len(running), sum(len(m.children) for m in running)
 
 
 def run_demo(
