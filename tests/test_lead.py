@@ -375,8 +375,13 @@ def test_kill_9_of_a_parent_leaves_no_subagent_running(root: Path, monkeypatch: 
 
             os.kill(lead.pid, signal.SIGKILL)
             wait_for(lambda: not alive([sub.pid, tool]))
-            record = json.loads(team.paths.subagent_result(sub.name).read_text())
-            assert record["status"] == "killed" and record["parent"] == "team-lead"
+
+            def record() -> Any:  # the supervisor writes it once it has reaped the subagent
+                found = json.loads(team.paths.subagent_result(sub.name).read_text())
+                return found if found["status"] != "running" else None
+
+            found = wait_for(record)
+            assert found["status"] == "killed" and found["parent"] == "team-lead"
         finally:
             result = lead.wait()
     assert result.stopped_by == "error" and "without a result" in result.error
