@@ -7,14 +7,13 @@ renamed over it. The descriptor can sit in any poll set beside our sockets.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
 
 from ipc.boundary import os_errors
+from ipc.osproc import libc
 
 IN_CLOSE_WRITE = 0x008
 IN_MOVED_FROM = 0x040
@@ -26,8 +25,6 @@ _IN_CLOEXEC = os.O_CLOEXEC
 _HEADER = struct.Struct("iIII")
 OVERFLOW = "*"  # in changes(): the kernel's queue overflowed, events were lost  # wd, mask, cookie, len; then len bytes of name
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
 
 class FileWatch:
     """Changes to the files called ``names`` in ``directory`` (which must exist); every
@@ -35,15 +32,17 @@ class FileWatch:
     as a change too."""
 
     def __init__(self, directory: Path, names: Iterable[str] | None, *, removals: bool = False) -> None:
+        import ctypes
+
         self.names = None if names is None else {n.encode() for n in names}
-        fd = int(_libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+        fd = int(libc().inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
         if fd < 0:
             err = ctypes.get_errno()
             with os_errors("cannot watch inbox files"):
                 raise OSError(err, os.strerror(err))
         self.fd = fd
         mask = IN_CLOSE_WRITE | IN_MOVED_TO | (IN_DELETE | IN_MOVED_FROM if removals else 0)
-        if int(_libc.inotify_add_watch(fd, os.fsencode(directory), mask)) < 0:
+        if int(libc().inotify_add_watch(fd, os.fsencode(directory), mask)) < 0:
             err = ctypes.get_errno()
             os.close(fd)
             with os_errors(f"cannot watch {directory}"):

@@ -3,23 +3,31 @@ and killing a session."""
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import os
 import signal
-
-import setproctitle
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+@functools.cache
+def libc() -> Any:
+    """The C library this process already runs on (dlopen(NULL)), loaded on first use: a
+    command that needs none of it does not import ctypes, and find_library("c") would run
+    `ldconfig -p` in a subprocess."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, value: int | bytes) -> bool:
+    import ctypes
+
     arg = ctypes.c_char_p(value) if isinstance(value, bytes) else ctypes.c_ulong(value)
-    return int(_libc.prctl(option, arg, 0, 0, 0)) == 0
+    return int(libc().prctl(option, arg, 0, 0, 0)) == 0
 
 
 M_MMAP_THRESHOLD = -3
@@ -34,7 +42,7 @@ def fix_malloc_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
     a small object left above them keeps the heap from shrinking: a long-running process's
     RSS then climbs in steps. Fixing the threshold keeps it flat. False where the C library
     has no ``mallopt`` (musl)."""
-    mallopt = getattr(_libc, "mallopt", None)
+    mallopt = getattr(libc(), "mallopt", None)
     return mallopt is not None and int(mallopt(M_MMAP_THRESHOLD, size)) == 1
 
 
@@ -78,12 +86,16 @@ def set_process_name(name: str) -> None:
 def prepare_command_line() -> None:
     """Make :func:`set_command_line` work in children forked later, whatever they do to
     their environment first (setproctitle needs the original argv and environ once)."""
+    import setproctitle  # here, not at the top: a quick command never sets its title
+
     setproctitle.setproctitle(setproctitle.getproctitle())
 
 
 def set_command_line(argv: list[str]) -> None:
     """What ``/proc/PID/cmdline`` and ``ps`` show for this process (a forked teammate shows
     Claude Code's flags, so process-tree tools find it by ``--agent-id``)."""
+    import setproctitle
+
     setproctitle.setproctitle(" ".join(argv))
 
 

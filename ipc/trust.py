@@ -39,7 +39,6 @@ from typing import Any, Literal, Protocol
 import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_der_public_key
 
 from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError
@@ -100,18 +99,19 @@ def new_key() -> Ed25519PrivateKey:
 
 def key_bytes(key: Ed25519PrivateKey) -> bytes:
     """The 32 raw bytes of the private key (what a pipe or the lead's key file carries)."""
-    from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
-
-    return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    return key.private_bytes_raw()
 
 
 def key_from_bytes(data: bytes) -> Ed25519PrivateKey:
     return Ed25519PrivateKey.from_private_bytes(data)
 
 
+_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")  # every Ed25519 SPKI, then the key (RFC 8410)
+
+
 def public_text(key: Ed25519PrivateKey, epoch_ms: int | None = None) -> str:
     """``{epoch_ms}.{base64url DER SPKI}``: Claude Code's ``--lead-verify-key`` form."""
-    der = key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    der = _SPKI_PREFIX + key.public_key().public_bytes_raw()
     return f"{now_ms() if epoch_ms is None else epoch_ms}.{b64url(der)}"
 
 
@@ -125,9 +125,9 @@ def parse_public(text: str) -> tuple[int, Ed25519PublicKey] | None:
     parsed: tuple[int, Ed25519PublicKey] | None = None
     epoch, _, der = text.partition(".")
     try:
-        public = load_der_public_key(unb64url(der))
-        if epoch.isdigit() and isinstance(public, Ed25519PublicKey):
-            parsed = (int(epoch), public)
+        spki = unb64url(der)
+        if epoch.isdigit() and len(spki) == len(_SPKI_PREFIX) + 32 and spki.startswith(_SPKI_PREFIX):
+            parsed = (int(epoch), Ed25519PublicKey.from_public_bytes(spki[len(_SPKI_PREFIX) :]))
     except (ValueError, TypeError):
         parsed = None
     if len(_public_cache) > 4096:

@@ -9,7 +9,6 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from ipc.options import PERMISSION_MODES
 from supervisor.cli import exits
 
 
@@ -17,6 +16,19 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: scripts read the last line of stderr.
         self.exit(exits.USAGE, f"agentteams: error: {message} (see '{self.prog} --help')\n")
+
+
+class Skipped:
+    """A parser left unbuilt (see build_parser): every call does nothing and returns itself."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+
+SKIPPED = Skipped()
 
 
 def global_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
@@ -43,6 +55,10 @@ def struct_arguments(
     parser: argparse.ArgumentParser, kind: type[msgspec.Struct], help: dict[str, str]
 ) -> None:
     """One option per field of ``kind``: its type, default and choices come from the Struct."""
+    if not isinstance(parser, argparse.ArgumentParser):  # a parser left unbuilt
+        return
+    from ipc.options import PERMISSION_MODES
+
     hints = typing.get_type_hints(kind)
     for field in msgspec.structs.fields(kind):
         flag = "--" + field.name.replace("_", "-")

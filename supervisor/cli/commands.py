@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -20,7 +18,7 @@ from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
 from ipc.paths import resolve_root
 from ipc.readable import headline
-from ipc.schemas import LEAD_NAME, Task
+from ipc.schemas import LEAD_NAME
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
@@ -216,31 +214,6 @@ def cmd_shutdown(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- messages
 
 
-def message_text(value: str) -> str:
-    if value == "-":
-        return sys.stdin.read()
-    if value.startswith("@") and len(value) > 1:
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(
-                f"cannot read the message from {path}: {getattr(exc, 'strerror', None) or exc}"
-            ) from None
-    return value
-
-
-def cmd_send(args: argparse.Namespace) -> int:
-    team = open_team(args)
-    request = io.SendMessage(to=args.recipient, text=message_text(args.text), summary=args.summary)
-    try:
-        sent = ops.send_message(team, request, args.sender)
-    finally:
-        team.close()  # the wake goes out before we exit
-    emit(args, sent, sent.message)
-    return 0
-
-
 def cmd_push(args: argparse.Namespace) -> int:
     pushed = ops.push(open_team(args), io.Push(name=args.name, text=args.text))
     emit(args, pushed, f"pushed to {pushed.pushed}")
@@ -279,99 +252,6 @@ def _trust_mark(verifier: trust.Verifier, message: schemas.InboxMessage) -> str:
     if check.status == trust.FORGED:
         return f"(FORGED: {check.reason})"
     return "(unverifiable)" if trust.signature_of(message) is not None else "(unverified)"
-
-
-# ---------------------------------------------------------------- tasks
-
-
-def cmd_task(args: argparse.Namespace) -> int:
-    team = open_team(args)
-    c = args.task_command
-    try:
-        if c == "create":
-            request = io.TaskCreate(
-                subject=args.subject,
-                description=args.description,
-                blocked_by=args.blocked_by,
-                metadata={"command": args.shell} if args.shell else None,
-                active_form=args.active_form,
-            )
-            task = ops.task_create(team, request)
-            emit(args, task, f"created task #{task.id}: {task.subject}")
-        elif c == "get":
-            task = ops.task_get(team, io.TaskRef(id=args.id))
-            emit(args, task, task_text(task))
-        elif c == "update":
-            update = io.TaskUpdate(
-                id=args.id,
-                status=args.status,
-                subject=args.subject,
-                description=args.description,
-                owner=args.owner,
-                add_blocks=args.add_blocks,
-                add_blocked_by=args.add_blocked_by,
-                remove_blocks=args.remove_blocks,
-                remove_blocked_by=args.remove_blocked_by,
-                metadata=None if args.shell is None else {"command": args.shell or None},
-            )
-            changed = ops.task_update(team, update)
-            emit(
-                args,
-                changed.task or {"deleted": args.id},
-                f"updated task #{args.id}" if changed.task else f"deleted task #{args.id}",
-            )
-        elif c == "list":
-            rows = row_budget(args)
-            listed = ops.task_list(team, io.TaskQuery(include_internal=args.all)).tasks
-            for problem in team.tasks.problems:
-                warn(problem)
-
-            def show() -> None:
-                over = bool(rows) and len(listed) > rows
-                if over:
-                    print(busy.tasks_line(listed))
-                shown, hidden = busy.budget(busy.tasks_first(listed) if over else listed, rows)
-                for t in shown:
-                    blocked = f"\t(blocked by {', '.join(t.blocked_by)})" if t.blocked_by else ""
-                    print(f"#{t.id}\t{busy.task_state(t)}\t{t.owner_name or '-'}\t{t.subject}{blocked}")
-                if hidden:
-                    rest = busy.tasks_line(busy.tasks_first(listed)[len(shown) :], more=True)
-                    print(f"… {rest} (--rows 0 shows every task)")
-                if not listed:
-                    print("no tasks")
-
-            emit(args, listed, show)
-        elif c == "claim":
-            claim = io.TaskClaim(id=args.id, agent=args.agent, check_busy=args.check_busy)
-            result = ops.task_claim(team, claim)
-            emit(args, result, f"{args.agent} claimed task #{args.id}")
-        elif c == "delete":
-            ops.task_delete(team, io.TaskRef(id=args.id))
-            emit(args, {"deleted": args.id}, f"deleted task #{args.id}")
-    finally:
-        team.close()
-    return 0
-
-
-def task_text(task: Task) -> str:
-    """A task as a person reads it (``--json`` gives the file's fields)."""
-    state = f"failed ({str(task.meta['lastError']).strip().splitlines()[0]})" if task.failed else task.status
-    lines = [f"#{task.id} {task.subject}", f"status: {state}   owner: {task.owner_name or '-'}"]
-    if task.blocked_by or task.blocks:
-        waits = ", ".join(f"#{t}" for t in task.blocked_by) or "nothing"
-        holds = ", ".join(f"#{t}" for t in task.blocks) or "nothing"
-        lines.append(f"blocked by: {waits}   blocks: {holds}")
-    meta = {k: v for k, v in task.meta.items() if k != "lastError"}
-    if "command" in meta:
-        lines.append(f"command: {meta.pop('command')}")
-    if meta:
-        lines.append(
-            "metadata: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in meta.items())
-        )
-    if task.description:
-        lines.append("")
-        lines.append(task.description)
-    return "\n".join(lines)
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
@@ -416,11 +296,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "mode": cmd_mode,
     "background": cmd_background,
     "permit": cmd_permit,
-    "send": cmd_send,
     "push": cmd_push,
     "shutdown": cmd_shutdown,
     "inbox": cmd_inbox,
-    "task": cmd_task,
     "ps": cmd_ps,
     "watch": cmd_watch,
     "logs": cmd_logs,

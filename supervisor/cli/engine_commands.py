@@ -53,3 +53,6 @@ def cmd_engine(args: argparse.Namespace) -> int:
             return 3
         emit(args, running, f"engine running (pid {running.pid}) at {running.url}, data in {running.data}")
     return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"engine": cmd_engine}

@@ -22,12 +22,10 @@ from ipc.paths import resolve_root
 from ipc.replies import LeadResult
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
-from supervisor.cli.commands import message_text
 from supervisor.cli.output import emit, warn
+from supervisor.cli.send_commands import message_text
 from supervisor.client.lead_runner import LeadRun, check_lead
 from supervisor.client.team import Team
-
-LONG_RUNNING = frozenset({"demo", "run", "watch", "lead", "chat", "logs"})
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -2,18 +2,19 @@
 
 Every command takes ``--root`` and ``--json`` before or after the subcommand, exits 0 on
 success, and on failure prints one line on stderr and exits non-zero, changing nothing.
-The commands themselves are in :mod:`supervisor.cli.commands` and :mod:`supervisor.cli.jobs`.
+Each command runs from the module :data:`supervisor.cli.homes.HOMES` names, imported alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.launch import SupervisorOptions
@@ -21,7 +22,8 @@ from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import exits
-from supervisor.cli.arguments import Parser, budget_arguments, global_options, struct_arguments
+from supervisor.cli.arguments import SKIPPED, Parser, budget_arguments, global_options, struct_arguments
+from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, command_of, exit_now
 from supervisor.client.busy import DEFAULT_ROWS
 
 EFFORT_HELP = (
@@ -49,14 +51,21 @@ exit status: 0 every task completed, 1 error, 3 a task failed or tasks were left
 4 --timeout, 5 a budget ran out, 130 interrupted (Ctrl-C)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from supervisor.cli import backend_commands, engine_commands
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or with ``only`` just that command's (the others are left
+    unbuilt): building all of them costs more than a quick command's work, and imports the
+    modules of commands that do not run. ``agentteams --help`` still lists them all."""
+
+    def want(*names: str) -> bool:
+        return only is None or only in names
 
     p = Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
     global_options(p, inherited=False)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def cmd(parent: Any, name: str, help: str, epilog: str | None = None) -> argparse.ArgumentParser:
+        if parent is SKIPPED or (parent is sub and not want(name)):
+            return cast(argparse.ArgumentParser, SKIPPED)
         parser: argparse.ArgumentParser = parent.add_parser(
             name,
             help=help,
@@ -186,7 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the effort its requests ask for (default: its definition's, else the model's own)",
     )
     budget_arguments(spawn, "this teammate")
-    backend_commands.add_parsers(cmd, sub)
+    if want("diff", "attach"):
+        from supervisor.cli import backend_commands
+
+        backend_commands.add_parsers(cmd, sub)
     usage = cmd(sub, "usage", "tokens and cost of a team's model calls, per agent and model")
     usage.add_argument("team")
     budget = cmd(
@@ -303,12 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
                 help="a permission request: also apply its suggestions, so that calls like it stop asking",
             )
 
-    from supervisor.mcp import command as mcp_command
+    if want("mcp"):
+        from supervisor.mcp import command as mcp_command
 
-    mcp_command.add_arguments(cmd(sub, "mcp", mcp_command.HELP))
-    from supervisor.web import command as web_command
+        mcp_command.add_arguments(cmd(sub, "mcp", mcp_command.HELP))
+    if want("serve"):
+        from supervisor.web import command as web_command
 
-    web_command.add_arguments(cmd(sub, "serve", web_command.HELP))
+        web_command.add_arguments(cmd(sub, "serve", web_command.HELP))
 
     logs = cmd(sub, "logs", "the supervisor's log, or a teammate's (what its process printed)")
     logs.add_argument("team")
@@ -330,7 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rows_option(watch, "teammates (printed to a pipe; a terminal's height decides there)")
 
-    engine_commands.add_parser(cmd, sub)
+    if want("engine"):
+        from supervisor.cli import engine_commands
+
+        engine_commands.add_parser(cmd, sub)
 
     bench = cmd(sub, "bench", "run the benchmark suite (from a source checkout)")
     bench.add_argument("suite", nargs="?", default="all")
@@ -385,29 +402,24 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     # The library's warnings (a skipped inbox entry, a repaired file) in our one-line form.
     logging.basicConfig(level=logging.WARNING, format="agentteams: warning: %(message)s")
-    args = build_parser().parse_args(argv)
-    from supervisor.cli import backend_commands, commands, engine_commands, jobs
-    from supervisor.mcp import command as mcp_command
-    from supervisor.web import command as web_command
+    as_program = argv is None
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv)).parse_args(argv)
 
     if getattr(args, "engine", None):
         os.environ["AGENTTEAMS_ENGINE"] = args.engine  # this command and what it starts
 
-    if args.command in jobs.LONG_RUNNING or args.command in ("mcp", "serve"):
+    if args.command in LONG_RUNNING:
         # A closed terminal (SIGHUP) or a kill (SIGTERM) cleans up as Ctrl-C does.
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _interrupt)
     try:
         _check_root(args.root)
-        run = {
-            **commands.COMMANDS,
-            **jobs.COMMANDS,
-            **backend_commands.COMMANDS,
-            "mcp": mcp_command.run,
-            "serve": web_command.run,
-            "engine": engine_commands.cmd_engine,
-        }[args.command]
-        return run(args)
+        run = importlib.import_module(HOMES[args.command]).COMMANDS[args.command]
+        code = int(run(args))
+        if as_program and args.command in QUICK_EXIT:
+            exit_now(code)
+        return code
     except AgentTeamsError as exc:
         print(f"agentteams: error: {exc.message}", file=sys.stderr)
         return exits.ERROR

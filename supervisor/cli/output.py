@@ -7,12 +7,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ipc.errors import InvalidInput
-from supervisor.client.team import Team
+
+if TYPE_CHECKING:
+    from supervisor.client.handle import TeamHandle
+    from supervisor.client.team import Team
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], None]) -> None:
@@ -29,7 +32,18 @@ def warn(message: str) -> None:
 
 
 def open_team(args: argparse.Namespace, name: str | None = None) -> Team:
+    from supervisor.client.team import Team  # the whole API: a quick command opens a handle
+
     return Team.open(name or args.team, root=args.root)
+
+
+def open_handle(args: argparse.Namespace) -> TeamHandle:
+    """The team's handle, all the table's operations need (NotFound for no such team)."""
+    from supervisor.client.handle import TeamHandle
+
+    team = TeamHandle(args.team, root=args.root)
+    team.store.read()
+    return team
 
 
 def row_budget(args: argparse.Namespace) -> int:

@@ -8,9 +8,12 @@ inspection tools read the same thing.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
-import psutil
+
+if TYPE_CHECKING:
+    import psutil  # imported where used: a command that does not look at processes skips it
 
 from ipc.config import scan_teams
 from ipc.errors import AgentTeamsError, NotFound
@@ -98,6 +101,8 @@ MAX_CMDLINE = 8192  # whole for our processes; a tool's inline script is cut (vi
 
 def describe(pid: int, depth: int = 0) -> ProcInfo | None:
     """One process, or None if it is gone (or not ours to read)."""
+    import psutil
+
     try:
         proc = _process(pid)
         with proc.oneshot():
@@ -126,6 +131,8 @@ _procs: dict[int, psutil.Process] = {}
 
 
 def _process(pid: int) -> psutil.Process:
+    import psutil
+
     # Kept between calls so cpu_percent measures since the last look, not since nothing.
     proc = _procs.get(pid)
     if proc is None or not proc.is_running():
@@ -139,6 +146,8 @@ def prime(pids: list[int]) -> None:
     Readings of processes not among ``pids`` are dropped: a ``watch`` left open for hours
     over a team whose teammates restart would otherwise keep one for every pid it saw.
     """
+    import psutil
+
     for gone in _procs.keys() - set(pids):
         del _procs[gone]
     for pid in pids:
@@ -154,6 +163,8 @@ Kids = dict[int, list[int]]  # parent pid → its children's pids
 def process_table() -> Kids:
     """Every process's children, read once: asking psutil for each teammate's would read
     the whole process table per teammate, minutes for a team of thousands."""
+    import psutil
+
     kids: Kids = {}
     for proc in psutil.process_iter(["ppid"]):
         ppid = proc.info["ppid"]
@@ -174,6 +185,8 @@ def _below(pid: int, kids: Kids) -> list[tuple[int, int]]:
 
 def thread_of(host_pid: int, tid: int) -> ThreadInfo | None:
     """Thread ``tid`` of process ``host_pid``, or None if it is gone."""
+    import psutil
+
     try:
         times = next((t for t in _process(host_pid).threads() if t.id == tid), None)
         with open(f"/proc/{host_pid}/task/{tid}/comm") as comm:

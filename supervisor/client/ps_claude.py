@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
-import psutil
+
+if TYPE_CHECKING:
+    import psutil  # imported where used: a command that does not look at processes skips it
 
 from ipc.osproc import command_line_args
 from ipc.schemas import TeamConfig
@@ -36,6 +39,8 @@ def claude_code_processes(team: str | None = None, root: str | None = None) -> l
     """(pid, agent id) of every process whose command line carries ``--agent-id NAME@TEAM``;
     with ``root``, only those whose Claude Code root is that one (a team of the same name
     under another root is another team)."""
+    import psutil
+
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = command_line_args(proc.info.get("cmdline") or [])
@@ -56,6 +61,8 @@ def claude_code_processes(team: str | None = None, root: str | None = None) -> l
 def _claude_root(proc: psutil.Process) -> Path | None:
     """Where a ``claude`` process keeps its teams: ``$CLAUDE_CONFIG_DIR``, else
     ``$HOME/.claude``; None when its environment cannot be read (then it is not ruled out)."""
+    import psutil
+
     try:
         env = proc.environ()
     except (psutil.Error, OSError):
@@ -70,6 +77,8 @@ def _claude_root(proc: psutil.Process) -> Path | None:
 def lead_verify_keys(team: str) -> list[str]:
     """The ``--lead-verify-key`` of every live ``claude`` teammate of ``team``: how a team
     whose lead is Claude Code's can be checked from outside (its config names no key)."""
+    import psutil
+
     keys = []
     for pid, _ in claude_code_processes(team):
         try:
@@ -101,6 +110,8 @@ def claude_code_teams(
 ) -> list[ClaudeTeam]:
     """Teams under ``root`` that Claude Code runs: those with a lead session record
     (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
+    import psutil
+
     procs = claude_code_processes(team, root)
     by_team: dict[str, list[ClaudeProcess]] = {}
     names = {c.name: c for c in configs}
@@ -138,6 +149,8 @@ def claude_code_teams(
 
 def _is_agentteams(pid: int) -> bool:
     """A process teammate of ours (it carries the same flags); it shows in its team's tree."""
+    import psutil
+
     try:
         return "agentproc" in " ".join(command_line_args(psutil.Process(pid).cmdline()))
     except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -1,5 +1,5 @@
 """``agentteams mcp TEAM [--as NAME] [--http HOST:PORT] [--print-config FORMAT]``. Light to
-import (the parser of every command has it): the SDK is loaded only when the door runs."""
+import (`agentteams --help` builds every command's parser): the SDK is loaded only when the door runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from ipc.launch import DEFAULT_FALLBACK_POLL
 from supervisor.client.handle import TeamHandle
@@ -78,3 +79,6 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass  # SIGTERM or Ctrl-C: the server has stopped and the member left
     return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run}

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 
 HELP = "serve a live dashboard page and the JSON/SSE API of the root's teams"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -94,3 +95,6 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass  # SIGTERM or Ctrl-C: the server has stopped
     return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"serve": run}
