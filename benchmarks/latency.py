@@ -295,6 +295,29 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "met": ratio <= 3,
                 }
             )
+            out.append(
+                {
+                    "target": "p50 within 1.5× of the bare ZeroMQ PAIR floor (ratio)",
+                    "value": ratio,
+                    "met": ratio <= 1.5,
+                }
+            )
+        # Closed-loop traffic against spaced traffic to as many teammates.
+        steady = find(path="agentteams", wake="zmq", traffic="continuous", inbox=10)
+        spaced = None
+        if steady:
+            spaced = find(
+                path="agentteams", wake="zmq", traffic="spaced", inbox=10, teammates=steady["teammates"]
+            )
+        if steady and spaced:
+            ratio = steady["p50"] / spaced["p50"] if spaced["p50"] else float("inf")
+            out.append(
+                {
+                    "target": "continuous traffic no slower than spaced: p50 ratio ≤ 1",
+                    "value": ratio,
+                    "met": ratio <= 1.0,
+                }
+            )
         if trust_row:
             share = trust_row["p50"] / zmq_row["p50"] if zmq_row["p50"] else float("inf")
             out.append(
@@ -311,6 +334,13 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "target": "p50 ≥ 500× lower than the 500 ms poll, same run (ratio)",
                     "value": ratio,
                     "met": ratio >= 500,
+                }
+            )
+            out.append(
+                {
+                    "target": "p50 ≥ 1,000× lower than the 500 ms poll, same run (ratio)",
+                    "value": ratio,
+                    "met": ratio >= 1000,
                 }
             )
     return out

@@ -19,6 +19,7 @@ from benchmarks import (
     backends,
     caching,
     claude_socket,
+    cli,
     contention,
     exchange,
     growth,
@@ -47,6 +48,7 @@ SUITES: dict[str, Callable[[bool], dict[str, Any]]] = {
     "claude_socket": claude_socket.run,
     "hosts": hosts.run,
     "teardown": teardown.run,
+    "cli": cli.run,
     "scale": scale.run,
     "web": web_door.run,
     "backends": backends.run,
@@ -352,6 +354,8 @@ def tables(results: dict[str, Any]) -> list[Table]:
         out.append(t)
     if "scale" in results:
         out.append(scale.table(results["scale"]))
+    if "cli" in results:
+        out.extend(cli.tables(results["cli"]))
     targets = [t for suite in results.values() if isinstance(suite, dict) for t in suite.get("targets", [])]
     if targets:
         t = Table(title="targets")

@@ -1,10 +1,11 @@
 """How long stopping takes, as a person meets it on the command line: `down` of an idle and
-of a busy team, Ctrl-C of `run` and of `lead` while a teammate runs a long command, and how
-far `lead --timeout` overshoots its limit. Each figure is the whole command (interpreter
+of a busy team, Ctrl-C of `run`, `lead` and `chat` while a teammate runs a long command, and
+how far `lead --timeout` overshoots its limit. Each figure is the whole command (interpreter
 start included), from the keystroke (the signal) to its exit."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -14,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import scratch
+from ipc.errors import AgentTeamsError
 from supervisor import Team
 
 AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
 LONG = "sleep 60"
 STOP_TARGET_S = 1.0
+HUNG = -1  # the exit code recorded for a command still running a minute after its Ctrl-C
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -47,6 +50,15 @@ def _idle(team: Team, count: int) -> bool:
     return len(mates) == count and all(m.state == "idle" for m in mates)
 
 
+def _remove(team: Team) -> None:
+    """The measured command's team, if it left one. A lead that made its team removes it
+    as it exits: what is gone by the time we look is not an error."""
+    with contextlib.suppress(AgentTeamsError):
+        if team.store.exists():
+            team.down(grace=1)
+            team.delete(force=True)
+
+
 def down(busy: bool) -> tuple[float, int]:
     """`agentteams down` of a team of two teammates, one running a long command if ``busy``."""
     with scratch() as root:
@@ -68,8 +80,8 @@ def down(busy: bool) -> tuple[float, int]:
 
 
 def interrupt(command: str) -> tuple[float, int]:
-    """Ctrl-C (SIGINT to the foreground process) of ``run`` or ``lead`` while a teammate
-    runs a long command; seconds to its exit, and its exit code."""
+    """Ctrl-C (SIGINT to the foreground process) of ``run``, ``lead`` or ``chat`` while a
+    teammate runs a long command; seconds to its exit, and its exit code."""
     with scratch() as root:
         if command == "run":
             scenario = root / "s.toml"
@@ -78,27 +90,37 @@ def interrupt(command: str) -> tuple[float, int]:
                 f'[[tasks]]\nkey = "a"\nsubject = "Wait"\ncommand = "{LONG}"\n'
             )
             argv = ["run", str(scenario)]
+        elif command == "chat":  # the goal typed in; the input stays open, as a terminal's does
+            (root / "plan.md").write_text(f"Teammates: 1\n1. Wait: `{LONG}`\n")
+            argv = ["chat", "t", "--allow-pipe"]
         else:
             argv = ["lead", "t", "--prompt", f"Teammates: 1\n1. Wait: `{LONG}`"]
         proc = subprocess.Popen(
             [*AGENTTEAMS, *argv, "--root", str(root)],
             cwd=root,
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        assert proc.stdin is not None
+        if command == "chat":
+            proc.stdin.write(b"Plan file: plan.md\n")
+            proc.stdin.flush()
         team = Team("t", root)
         try:
             _until(lambda: _tool_running(team))
             started = time.perf_counter()
             proc.send_signal(signal.SIGINT)
-            code = proc.wait(60)
+            try:
+                code = proc.wait(60)
+            except subprocess.TimeoutExpired:
+                code = HUNG  # recorded, not raised: a stop that hangs is the finding
             return time.perf_counter() - started, code
         finally:
             if proc.poll() is None:
                 proc.kill()
-            if team.store.exists():
-                team.down(grace=1)
-                team.delete(force=True)
+            proc.stdin.close()
+            _remove(team)
 
 
 def lead_timeout(limit: float) -> tuple[float, int]:
@@ -110,19 +132,22 @@ def lead_timeout(limit: float) -> tuple[float, int]:
         )
         overshoot = time.perf_counter() - started - limit
         team = Team("t", root)
-        if team.store.exists():
-            team.down(grace=1)
-            team.delete(force=True)
+        _remove(team)
         return overshoot, done.returncode
 
 
 def run(quick: bool) -> dict[str, Any]:
     n = 1 if quick else 5
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # Started in the background (`nohup`, `&`): SIGINT is ignored here, and so it would be
+        # in every command started from here, which would then never see the Ctrl-C timed.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     cases: dict[str, Callable[[], tuple[float, int]]] = {
         "down, 2 idle teammates": lambda: down(busy=False),
         "down, a teammate running a command": lambda: down(busy=True),
         "Ctrl-C of run, a teammate running a command": lambda: interrupt("run"),
         "Ctrl-C of lead, a teammate running a command": lambda: interrupt("lead"),
+        "Ctrl-C of chat, a teammate running a command": lambda: interrupt("chat"),
         "lead --timeout 2: seconds past the limit": lambda: lead_timeout(2.0),
     }
     rows: list[dict[str, Any]] = []

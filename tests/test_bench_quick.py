@@ -32,8 +32,11 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
         "mcp",
         "hosts",
         "web",
+        "cli",
     ):
         assert suite in data and data[suite]["targets"], suite
+    cli = data["cli"]
+    assert all(r["lost"] == 0 and r["wall"]["p50"] > 0 for r in cli["rows"]) and cli["imports"]["modules"] > 0
     rows = data["latency"]["rows"]
     zmq_rows = [r for r in rows if r["wake"] == "zmq"]
     poll_rows = [r for r in rows if r["wake"] == "poll"]

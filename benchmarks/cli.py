@@ -1,0 +1,188 @@
+"""A command-line process that sends one message or creates one task, as a script calling
+`agentteams` in a loop meets it: its wall time (start to exit), and how long until the
+recipient's turn starts or an idle teammate has claimed the task. Beside them, in the same
+run, the floors it cannot go under: the interpreter starting bare (``-S``), starting with
+the environment's site packages, and importing the libraries a send needs at all (ZeroMQ
+for the doorbell, msgspec for the files, cryptography for the signature)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from benchmarks import import_profile
+from benchmarks.common import env, percentiles, scratch, team_of
+from ipc import trace
+
+TARGET_MS = 50.0
+LIBRARIES = "import zmq, msgspec; from cryptography.hazmat.primitives.asymmetric import ed25519"
+
+
+def _agentteams() -> list[str]:
+    """The console script a person runs, beside this interpreter (else ``-m``)."""
+    script = Path(sys.executable).parent / "agentteams"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "supervisor.cli"]
+
+
+def _environ() -> dict[str, str]:
+    # As installed: byte-compiled modules (a development shell may forbid writing them,
+    # which would time the compiler, not the command), traces on for the claim and the turn.
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environ["AGENTTEAMS_TRACE"] = "1"
+    return environ
+
+
+def _wall(argv: list[str]) -> tuple[float, int, str, float]:
+    """ms from start to exit, the start (ns since the epoch), what it printed, and the ms of
+    CPU it used (user + system: what other work on the machine does not inflate)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time_ns()
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=_environ(), check=True)
+    wall = (time.perf_counter() - t0) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    return wall, started, done.stdout, cpu
+
+
+def floors(samples: int) -> list[dict[str, Any]]:
+    py = sys.executable
+    cases = {
+        "interpreter, bare (python -S)": [py, "-S", "-c", "pass"],
+        "interpreter with site packages (python -c pass)": [py, "-c", "pass"],
+        "+ zmq, msgspec, cryptography (what a send needs)": [py, "-c", LIBRARIES],
+    }
+    rows = []
+    for what, argv in cases.items():
+        _wall(argv)  # warm the page cache and the byte-code
+        runs = [_wall(argv) for _ in range(samples)]
+        rows.append(
+            {"what": what, **percentiles([r[0] for r in runs]), "cpu": percentiles([r[3] for r in runs])}
+        )
+    return rows
+
+
+def _taken(team: Any, ours: Callable[[trace.Span], bool], timeout: float = 10.0) -> int:
+    """When the recipient took the message or task ``ours`` picks (ns), 0 if not in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for span in trace.spans(team.paths):
+            if ours(span) and span.taken:
+                return span.taken
+        time.sleep(0.0005)
+    return 0
+
+
+def commands(samples: int) -> list[dict[str, Any]]:
+    """``send`` to an idle teammate and ``task create`` with 4 idle teammates: wall, and
+    from the process's start to the recipient's turn / the claim."""
+    rows = []
+    with scratch() as root, env(AGENTTEAMS_TRACE="1"), team_of(root, 4) as (team, names):
+        base = [*_agentteams(), "--root", str(root), "--json"]
+        send = [*base, "send", team.name, names[0], "ping", "--summary", "bench"]
+        create = [*base, "task", "create", team.name]
+
+        def sent_to(started: int, out: str) -> Callable[[trace.Span], bool]:
+            return lambda span: span.agent == names[0] and span.sent >= started
+
+        def claimed(started: int, out: str) -> Callable[[trace.Span], bool]:
+            key = f"task-{json.loads(out)['id']}"
+            return lambda span: span.msg_id == key
+
+        for what, argv, match in (("send", send, sent_to), ("task create", [*create, "bench"], claimed)):
+            walls, cpus, reached = [], [], []
+            for i in range(samples + 2):
+                time.sleep(0.05)  # every teammate idle again
+                wall, started, out, cpu = _wall(argv)
+                taken = _taken(team, match(started, out))
+                if i >= 2:  # the first two warm the page cache and the byte-code
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    reached.append((taken - started) / 1e6 if taken else float("nan"))
+            lost = sum(1 for r in reached if r != r)
+            rows.append(
+                {
+                    "command": what,
+                    "wall": percentiles(walls),
+                    "cpu": percentiles(cpus),
+                    "reached": percentiles(reached),
+                    "lost": lost,
+                }
+            )
+    return rows
+
+
+def run(quick: bool) -> dict[str, Any]:
+    n = 10 if quick else 40
+    load = os.getloadavg()  # how quiet the machine was: other work inflates every figure here
+    floor_rows = floors(n)
+    rows = commands(n)
+    send, create = rows
+    return {
+        "floors": floor_rows,
+        "rows": rows,
+        "imports": import_profile.profile(sys.executable, 5 if quick else 9),
+        "load_average": {"before": load, "after": os.getloadavg()},
+        "targets": [
+            {
+                "target": f"a CLI process that sends a message: wall p50 ≤ {TARGET_MS:g} ms",
+                "value": send["wall"]["p50"],
+                "met": send["wall"]["p50"] <= TARGET_MS,
+            },
+            {
+                "target": f"a CLI process that creates a task: wall p50 ≤ {TARGET_MS:g} ms",
+                "value": create["wall"]["p50"],
+                "met": create["wall"]["p50"] <= TARGET_MS,
+            },
+            {
+                "target": f"CLI task create → claimed (process start included) p50 ≤ {TARGET_MS:g} ms",
+                "value": create["reached"]["p50"],
+                "met": create["reached"]["p50"] <= TARGET_MS,
+            },
+        ],
+    }
+
+
+def tables(result: dict[str, Any]) -> list[Table]:
+    return [_walls(result), _imports(result["imports"])]
+
+
+def _imports(profile: dict[str, Any]) -> Table:
+    t = Table(
+        title=f"`agentteams send`: import time by origin, median of {profile['runs']} "
+        f"({profile['modules']:.0f} modules, {profile['total_ms']:.1f} ms)"
+    )
+    t.add_column("from")
+    t.add_column("ms", justify="right")
+    for name, ms in profile["groups"][:12]:
+        t.add_row(name, f"{ms:.1f}")
+    return t
+
+
+def _walls(result: dict[str, Any]) -> Table:
+    t = Table(title="a CLI process: wall time and what it reaches, with the floors (ms)")
+    for col in ("what", "wall p50", "p90", "CPU p50", "→ turn / claimed p50", "p90", "lost"):
+        t.add_column(col, justify="left" if col == "what" else "right")
+    for r in result["floors"]:
+        t.add_row(r["what"], f"{r['p50']:.1f}", f"{r['p90']:.1f}", f"{r['cpu']['p50']:.1f}", "", "", "")
+    for r in result["rows"]:
+        w, x = r["wall"], r["reached"]
+        t.add_row(
+            f"agentteams {r['command']}",
+            f"{w['p50']:.1f}",
+            f"{w['p90']:.1f}",
+            f"{r['cpu']['p50']:.1f}",
+            f"{x['p50']:.1f}",
+            f"{x['p90']:.1f}",
+            str(r["lost"]),
+        )
+    return t
