@@ -11,6 +11,10 @@ import pytest
 from ipc import TeamConfigStore
 from ipc.paths import remove_runtime_dirs
 
+# A pytest started in the background (``&`` in a script) inherits Ctrl-C as ignored, and so would
+# every command the tests start; the tests that press Ctrl-C need it delivered.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
