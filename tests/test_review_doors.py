@@ -1,0 +1,90 @@
+"""The newer operations (background_subagent, update_permissions, set_mode) at every door:
+bad input is one line naming what was wrong, a non-zero exit or a tool error, and nothing
+changes. In-process (the CLI's ``main``, the MCP door's ``Door``): quick."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp_types import TextContent
+
+from supervisor.cli.main import main
+from supervisor.client.team import Team
+from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def fails(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``agentteams ARGS``: it must fail in one line, without a traceback; that line."""
+    try:
+        code = main([*args, "--root", str(root)])
+    except SystemExit as exc:  # argparse's own refusals
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err.strip()
+    assert code != 0, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    Team.create("t", root=tmp_path / "r", cwd=str(tmp_path))
+    return tmp_path / "r"
+
+
+def test_bad_background_permit_mode_and_effort_fail_in_one_line_changing_nothing(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = files(root)
+    cases = {
+        ("background", "ghost", "sub-1a2b3c4d"): "team 'ghost' does not exist",
+        ("background", "t", "sub-1a2b3c4d"): "no subagent 'sub-1a2b3c4d' in team 't'",
+        ("background", "t", "ada"): "is not a subagent id like 'sub-",
+        ("background", "t", ""): "is not a subagent id",
+        ("permit", "ghost", "ada", "Bash(ls)"): "team 'ghost' does not exist",
+        ("permit", "t", "ada", "Bash(ls)"): "'ada' is not a member of team 't'",
+        ("permit", "t", "*", "Bash(ls)"): "team 't' has no teammates to give permissions to",
+        ("permit", "t", "*"): "give at least one permission rule",
+        ("permit", "t", "*", "Bash(oops"): "permission rule 'Bash(oops'",
+        ("permit", "t", "*", "Bash(ls)", "--behavior", "maybe"): "invalid choice: 'maybe'",
+        ("permit", "t", "team-lead", "Bash(ls)"): "name a teammate or '*'",
+        ("mode", "t", "ada", "plan"): "'ada' is not a member of team 't'",
+        ("mode", "t", "ada", "wrong"): "invalid choice: 'wrong'",
+        ("spawn", "t", "ada", "--prompt", "p", "--effort", "huge"): "invalid choice: 'huge'",
+        ("lead", "t", "--prompt", "p", "--effort", "huge"): "invalid choice: 'huge'",
+        ("lead", "t", "--prompt", "p", "--fork-subagents=yes"): "ignored explicit argument 'yes'",
+    }
+    for args, said in cases.items():
+        assert said in fails(root, capsys, *args), args
+    assert files(root) == before  # not even a lock file for the unknown subagent
+
+
+def test_the_mcp_door_offers_every_lead_operation_and_refuses_bad_input_as_a_tool_error(root: Path) -> None:
+    assert {"background_subagent", "update_permissions", "set_mode"} <= set(LEAD_TOOLS)
+    assert not {"background_subagent", "update_permissions", "set_mode"} & set(MEMBER_TOOLS)
+    team = Team.open("t", root=root)
+    before = files(root)
+    door = Door(team)
+    calls = {
+        ("background_subagent", "sub-1a2b3c4d"): "no subagent 'sub-1a2b3c4d' in team 't'",
+        ("update_permissions", "ada"): "'ada' is not a member of team 't'",
+        ("set_mode", "ada"): "'ada' is not a member of team 't'",
+    }
+    arguments = {
+        "background_subagent": lambda who: {"subagent": who},
+        "update_permissions": lambda who: {"name": who, "rules": ["Bash(ls)"]},
+        "set_mode": lambda who: {"name": who, "mode": "plan"},
+    }
+    try:
+        for (tool, who), said in calls.items():
+            result = anyio.run(door.call, tool, arguments[tool](who))
+            block = result.content[0]
+            assert isinstance(block, TextContent) and result.is_error and said in block.text, (tool, result)
+    finally:
+        team.close()
+    assert files(root) == before
