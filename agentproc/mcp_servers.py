@@ -185,14 +185,23 @@ class McpServers:
         )
 
     def close(self) -> None:
-        """Stop the servers (a stdio server's process ends with its client)."""
-        while self._clients and self._portal is not None:
+        """Stop the servers (a stdio server's process ends with its client), then their
+        event loop's thread. Idempotent: called when the agent ends and again at exit."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        atexit.unregister(self.close)
+        while self._clients:
             done, stop = self._clients.pop()
             try:
-                self._portal.call(stop.set)
+                portal.call(stop.set)
                 done.result(timeout=10)
             except Exception as exc:  # closing one must not keep the others open
                 log.warning("an MCP client did not close cleanly: %s", exc)
+        try:
+            portal.call(portal.stop)
+        except RuntimeError:
+            pass  # its loop has ended already (the interpreter is exiting)
 
 
 async def _hold(transport: Any, timeout: float, *, task_status: Any) -> None:
