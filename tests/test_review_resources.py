@@ -11,12 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentproc.channel import PollChannel
-from agentproc.permissions import ModePolicy
 from agentproc.runner import AgentRunner
 from ipc.errors import AgentTeamsError
-from ipc.launch import LaunchSpec
 from tests.runtime_helpers import running_team, wait_for
+from tests.test_agent_extras import agent
 
 # A stdio MCP server in a few lines of the standard library (it starts in milliseconds):
 # newline-delimited JSON-RPC, one tool.
@@ -56,19 +54,7 @@ def servers(under: int, cwd: Path) -> list[psutil.Process]:
 
 
 def runner(cwd: Path, model: str = "offline") -> AgentRunner:
-    spec = LaunchSpec(
-        team_name="t",
-        agent_id="a@t",
-        agent_name="a",
-        agent_color="blue",
-        parent_session_id="s",
-        agent_type="tiny",
-        model=model,
-        root=str(cwd),
-        cwd=str(cwd),
-        wake="poll",
-    )
-    return AgentRunner(spec, PollChannel(), policy=ModePolicy())
+    return agent(cwd, "tiny", model=model)
 
 
 def clients_thread() -> bool:
