@@ -88,3 +88,18 @@ def test_the_mcp_door_offers_every_lead_operation_and_refuses_bad_input_as_a_too
     finally:
         team.close()
     assert files(root) == before
+
+
+def test_permit_says_what_it_sent_in_words_and_writes_it_to_the_teammates_inbox(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = Team.open("t", root=root)
+    try:
+        team.store.add_member("ada", cwd=str(tmp_path))
+        assert main(["permit", "t", "ada", "Bash(npm test:*)", "--add-dir", "/srv", "--root", str(root)]) == 0
+        said = capsys.readouterr().out.strip()
+        assert said == "sent to ada for their session: allow Bash(npm test:*); directories /srv"
+        kinds = [m.text for m in team.inbox("ada").read()]
+        assert len(kinds) == 2 and all('"team_permission_update"' in k for k in kinds)
+    finally:
+        team.close()
