@@ -26,21 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 from anyio.from_thread import BlockingPortal
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure
 from ipc.agents import AgentDefinition
 from ipc.errors import InvalidInput
+from ipc.tool_inputs import McpArgs
 
 log = logging.getLogger("agentteams.mcp")
-
-
-class McpArgs(msgspec.Struct):
-    """An MCP tool's input as the model sent it (its server validates it)."""
-
-    arguments: dict[str, Any]
 
 
 def mcp_name(server: str, tool: str) -> str:
