@@ -10,6 +10,8 @@ import anyio
 import pytest
 from mcp_types import TextContent
 
+from ipc import subagents
+from ipc.replies import SubagentResult
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
@@ -103,3 +105,19 @@ def test_permit_says_what_it_sent_in_words_and_writes_it_to_the_teammates_inbox(
         assert len(kinds) == 2 and all('"team_permission_update"' in k for k in kinds)
     finally:
         team.close()
+
+
+def test_background_of_a_subagent_whose_team_is_down_says_so_and_changes_nothing(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its record still says running (its supervisor went down under it): not moved, not
+    reported as moved."""
+    team = Team.open("t", root=root)
+    paths = team.paths
+    team.close()
+    subagents.write(paths, SubagentResult(id="sub-1a2b3c4d", parent="ada"))
+    before = files(root)
+    assert "team 't' is not up, so subagent 'sub-1a2b3c4d' is not running" in fails(
+        root, capsys, "background", "t", "sub-1a2b3c4d"
+    )
+    assert files(root) == before
