@@ -5,6 +5,7 @@ changes. In-process (the CLI's ``main``, the MCP door's ``Door``): quick."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -15,6 +16,7 @@ from ipc.replies import SubagentResult
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
+from tests.web_helpers import serving
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -120,4 +122,22 @@ def test_background_of_a_subagent_whose_team_is_down_says_so_and_changes_nothing
     assert "team 't' is not up, so subagent 'sub-1a2b3c4d' is not running" in fails(
         root, capsys, "background", "t", "sub-1a2b3c4d"
     )
+    assert files(root) == before
+
+
+def test_the_http_routes_of_the_newer_operations_refuse_bad_input_by_status(root: Path) -> None:
+    before = files(root)
+    base = "/api/v1/teams/t"
+    cases: tuple[tuple[str, dict[str, Any], int, str], ...] = (
+        ("/members/zed/mode", {"mode": "plan"}, 404, "'zed' is not a member of team 't'"),
+        ("/members/zed/mode", {"mode": "wrong"}, 400, "permission mode 'wrong'; use one of"),
+        ("/members/zed/permissions", {"rules": ["Bash(ls)"]}, 404, "'zed' is not a member of team 't'"),
+        ("/members/*/permissions", {"rules": ["Bash(ls)"], "behavior": "maybe"}, 400, "behavior"),
+        ("/subagents/sub-1a2b3c4d/background", {}, 404, "no subagent 'sub-1a2b3c4d' in team 't'"),
+        ("/subagents/zed/background", {}, 400, "is not a subagent id"),
+    )
+    with serving(root) as server, server.client() as api:
+        for path, body, status, said in cases:
+            response = api.post(base + path, json=body)
+            assert response.status_code == status and said in response.json()["error"], (path, response.text)
     assert files(root) == before
