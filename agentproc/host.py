@@ -89,8 +89,10 @@ class Host:
         except Exception:
             log.exception("%s raised; it ends, the host goes on", spec.agent_name)
         finally:
-            if loop is not None and self.loops.get(spec.agent_name) is loop:
-                del self.loops[spec.agent_name]
+            if loop is not None:
+                loop.close()
+                if self.loops.get(spec.agent_name) is loop:
+                    del self.loops[spec.agent_name]
             if channel is not None:
                 channel.close()
         if spec.agent_name not in self.stopped:

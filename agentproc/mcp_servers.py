@@ -26,21 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 from anyio.from_thread import BlockingPortal
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure
 from ipc.agents import AgentDefinition
 from ipc.errors import InvalidInput
+from ipc.tool_inputs import McpArgs
 
 log = logging.getLogger("agentteams.mcp")
-
-
-class McpArgs(msgspec.Struct):
-    """An MCP tool's input as the model sent it (its server validates it)."""
-
-    arguments: dict[str, Any]
 
 
 def mcp_name(server: str, tool: str) -> str:
@@ -185,14 +179,23 @@ class McpServers:
         )
 
     def close(self) -> None:
-        """Stop the servers (a stdio server's process ends with its client)."""
-        while self._clients and self._portal is not None:
+        """Stop the servers (a stdio server's process ends with its client), then their
+        event loop's thread. Idempotent: called when the agent ends and again at exit."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        atexit.unregister(self.close)
+        while self._clients:
             done, stop = self._clients.pop()
             try:
-                self._portal.call(stop.set)
+                portal.call(stop.set)
                 done.result(timeout=10)
             except Exception as exc:  # closing one must not keep the others open
                 log.warning("an MCP client did not close cleanly: %s", exc)
+        try:
+            portal.call(portal.stop)
+        except RuntimeError:
+            pass  # its loop has ended already (the interpreter is exiting)
 
 
 async def _hold(transport: Any, timeout: float, *, task_status: Any) -> None:

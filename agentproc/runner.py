@@ -75,7 +75,11 @@ class AgentRunner:
             (t.name, t) for t in self.mcp.tools if t.name not in definition.disallowed_tools
         )
         model_spec = definition.model if spec.model == "inherit" and definition.model else spec.model
-        self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+        try:
+            self.model = model or load_model(model_spec, ModelContext(spec, definition, self.transcript))
+        except BaseException:
+            self.mcp.close()  # an agent that does not start leaves no server behind
+            raise
         self.ctx.model_spec = model_spec
         self.ctx.request_base = lambda: (str(getattr(self.model, "system", "")), self.tools.schemas())
         self.ctx.tool_named = lambda name: self.tools.tools.get(name)
@@ -89,6 +93,11 @@ class AgentRunner:
     @property
     def name(self) -> str:
         return self.spec.agent_name
+
+    def close(self) -> None:
+        """Stop what this agent started for its life (its definition's MCP servers): at its
+        process's exit anyway, but an in-process teammate's host lives on after it."""
+        self.mcp.close()
 
     def hello(self) -> None:
         """Tell the supervisor this agent runs (its spawn succeeded)."""

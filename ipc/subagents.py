@@ -236,6 +236,7 @@ def take_answer(
 def to_background(paths: TeamPaths, subagent: str) -> SubagentResult:
     """Move a running synchronous subagent to the background: its parent stops waiting and
     hears of its result as a notification. It runs on as it was (nothing is run twice)."""
+    read(paths, subagent)  # NotFound naming it, before a lock file is made for an unknown id
     with locked(paths.subagent_result(subagent), root=paths.root):
         current = read(paths, subagent)
         if current.status != "running":

@@ -65,6 +65,10 @@ def update_permissions(messenger: Messenger, name: str, changes: list[dict[str, 
     cwd = lead.cwd if lead is not None else ""
     if name.strip() in EVERYONE:
         names = [m.name for m in config.teammates()]
+        if not names:
+            raise InvalidInput(
+                f"team {config.name!r} has no teammates to give permissions to; spawn one first"
+            )
     else:
         member = normalise_agent_name(clean_recipient(name))
         if member == LEAD_NAME:

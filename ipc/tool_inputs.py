@@ -424,3 +424,10 @@ def _literals(kind: Any) -> list[Any]:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+class McpArgs(msgspec.Struct):
+    """An MCP server's tool's input as the model sent it: its schema is the server's, and
+    the server validates it."""
+
+    arguments: dict[str, Any]

@@ -48,6 +48,7 @@ LEAD_TOOLS = SPEC_TOOLS | {
     "list_requests",
     "set_mode",
     "update_permissions",
+    "background_subagent",
 }
 NEVER = "600"  # the fallback poll: far beyond every deadline here, so only a wake can pass
 

@@ -9,6 +9,8 @@ tool result) or with ``run_in_background`` (the result arrives later as a
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentproc import fork, subagents
 from agentproc.context import AgentContext
 from agentproc.tools import shells
@@ -71,18 +73,14 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             permission_mode = "bypassPermissions"  # as Claude Code: a definition cannot narrow it
         started = subagents.start(
             ctx,
-            SubagentOptions(
-                parent=ctx.name,
-                prompt=args.prompt,
-                description=args.description,
+            _options(
+                ctx,
+                args,
                 agent_type=agent_type,
                 model=args.model or "inherit",
                 parent_model=ctx.spec.model,
                 permission_mode=permission_mode,
-                parent_permission_mode=ctx.permission_mode,
                 background=background,
-                name=args.name or "",
-                tool_use_id=ctx.tool_use_id,
             ),
         )
     if background:
@@ -119,23 +117,33 @@ def _fork(ctx: AgentContext, args: AgentInput) -> str:
     write_fork_base(ctx.paths, ctx.name, ctx.tool_use_id, ForkBase(system=system, tools=tools))
     started = subagents.start(
         ctx,
-        SubagentOptions(
-            parent=ctx.name,
-            prompt=args.prompt,
-            description=args.description,
+        _options(
+            ctx,
+            args,
             agent_type=ctx.spec.agent_type,
             model=ctx.model_spec,
             parent_model=ctx.model_spec,
             # A delegating lead's fork does the work, in a subagent's usual mode.
             permission_mode=ctx.permission_mode if ctx.permission_mode != "delegate" else "acceptEdits",
-            parent_permission_mode=ctx.permission_mode,
             background=True,
-            name=args.name or "",
-            tool_use_id=ctx.tool_use_id,
             fork=True,
         ),
     )
     return _launched(args, started)
+
+
+def _options(ctx: AgentContext, args: AgentInput, **kind: Any) -> SubagentOptions:
+    """A new subagent of this call: what every kind is told of its parent and the call, and
+    what its kind adds (type, model, mode, background, fork)."""
+    return SubagentOptions(
+        parent=ctx.name,
+        prompt=args.prompt,
+        description=args.description,
+        parent_permission_mode=ctx.permission_mode,
+        name=args.name or "",
+        tool_use_id=ctx.tool_use_id,
+        **kind,
+    )
 
 
 def _launched(args: AgentInput, started: SubagentReply, *, moved: bool = False) -> str:

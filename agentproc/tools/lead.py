@@ -78,7 +78,7 @@ def set_permissions(ctx: AgentContext, args: LeadSendMessageInput) -> dict[str, 
         return {"success": True, "message": f"{name} will run in {args.mode} mode from its next turn"}
     changes = team_permissions.updates(args.rules or [], args.behavior, args.directories or [])
     names = team_permissions.update_permissions(ctx.messenger, recipient, changes)
-    return {"success": True, "message": f"Sent to {', '.join(names) or 'no teammate'}", "updates": changes}
+    return {"success": True, "message": f"Sent to {', '.join(names)}", "updates": changes}
 
 
 def answer_plan(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:

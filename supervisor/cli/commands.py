@@ -189,7 +189,9 @@ def cmd_permit(args: argparse.Namespace) -> int:
         sent = ops.update_permissions(team, change)
     finally:
         team.close()
-    emit(args, sent, f"sent to {', '.join(sent.names) or 'no teammate'}: {sent.updates}")
+    said = [f"{change.behavior} {' '.join(change.rules)}"] if change.rules else []
+    said += [f"directories {' '.join(change.directories)}"] if change.directories else []
+    emit(args, sent, f"sent to {', '.join(sent.names)} for their session: {'; '.join(said)}")
     return 0
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from ipc import operations as io
 from ipc import subagents
-from ipc.errors import AgentTeamsError
+from ipc.errors import AgentTeamsError, InvalidInput, NotRunning
 from ipc.replies import SubagentResult
 from ipc.schemas import LEAD_NAME
 from ipc.wake import LEAD_AGENT
 from supervisor.client.handle import TeamHandle
+
+SUBAGENT_PREFIX = "sub-"  # every subagent's id (the supervisor names them sub-HEX)
 
 
 def member_infos(team: TeamHandle) -> list[io.MemberInfo]:
@@ -45,6 +47,12 @@ def to_background(team: TeamHandle, subagent: str) -> SubagentResult:
     """Mark a running subagent as moved to the background and ring its parent, which stops
     waiting for it (Conflict if it is not running)."""
     team.store.read()  # NotFound for a team that does not exist
+    if not subagent.startswith(SUBAGENT_PREFIX):
+        raise InvalidInput(f"subagent {subagent!r} is not a subagent id like 'sub-1a2b3c4d' (ps shows them)")
+    record = subagents.read(team.paths, subagent)  # NotFound naming it
+    if record.status == "running" and team.state.engine is None and not team.is_up():
+        # A record left "running" by a supervisor that went down: nothing runs it to move.
+        raise NotRunning(f"team {team.name!r} is not up, so subagent {subagent!r} is not running")
     moved = subagents.to_background(team.paths, subagent)
     team.wake(LEAD_AGENT if moved.parent == LEAD_NAME else moved.parent)
     return moved

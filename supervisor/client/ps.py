@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-import msgspec
-
 if TYPE_CHECKING:
     import psutil  # imported where used: a command that does not look at processes skips it
 
@@ -19,78 +17,21 @@ from ipc.config import scan_teams
 from ipc.errors import AgentTeamsError, NotFound
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
+from ipc.process_tree import MateTree as MateTree
+from ipc.process_tree import ProcInfo as ProcInfo
+from ipc.process_tree import PsReport as PsReport
+from ipc.process_tree import TaskRef as TaskRef
+from ipc.process_tree import TeamTree as TeamTree
+from ipc.process_tree import ThreadInfo as ThreadInfo
 from ipc.replies import TeamStatus
 from ipc.schemas import Task
 from ipc.tasks import TaskList
-from ipc.usage import TeamUsage, team_usage
+from ipc.usage import team_usage
 from supervisor.client import busy, launcher
 from supervisor.client.handle import TeamHandle
-from supervisor.client.ps_claude import ClaudeTeam, claude_code_teams, claude_made
+from supervisor.client.ps_claude import claude_code_teams, claude_made
 
 CPU_SAMPLE = 0.1  # seconds between the two readings cpu_percent needs
-
-
-class ProcInfo(msgspec.Struct, kw_only=True):
-    pid: int
-    ppid: int
-    name: str
-    status: str
-    cpu_percent: float
-    rss: int
-    uss: int | None
-    uptime: float
-    cmdline: str
-    depth: int = 0  # below the teammate: 1 = its child, 2 = a grandchild…
-
-
-class ThreadInfo(msgspec.Struct, kw_only=True):
-    """An in-process teammate: a thread of its host process."""
-
-    host_pid: int
-    tid: int  # the thread's native id (``ps -L`` shows it)
-    name: str  # the kernel's name for it (``at:{teammate}``, cut to 15 bytes)
-    cpu_seconds: float  # its CPU time, user and system
-
-
-class TaskRef(msgspec.Struct, kw_only=True):
-    id: str
-    subject: str
-
-
-class MateTree(msgspec.Struct, kw_only=True):
-    name: str
-    state: str
-    pid: int | None
-    restarts: int
-    unread: int
-    role: str = "teammate"
-    parent: str = ""
-    task: TaskRef | None = None
-    process: ProcInfo | None = None
-    children: list[ProcInfo] = []
-    host: str = ""  # the host it runs on, in a team on the engine
-    backend: str = ""
-    thread: ThreadInfo | None = None  # in-process: its thread in its host (the host is in hosts)
-
-
-class TeamTree(msgspec.Struct, kw_only=True):
-    team: str
-    root: str
-    supervisor: ProcInfo | None = None
-    forkserver: ProcInfo | None = None
-    lead: ProcInfo | None = None
-    hosts: list[ProcInfo] = []  # in-process hosts: their teammates are threads of these
-    wake: str = ""
-    host: str = ""  # this host's name, in a team on the engine
-    teammates: list[MateTree] = []
-    failed_tasks: list[TaskRef] = []  # open tasks whose last attempt failed
-    usage: TeamUsage | None = None  # tokens and cost of the team's model calls
-
-
-class PsReport(msgspec.Struct, kw_only=True):
-    teams: list[TeamTree] = []
-    claude_code: list[ClaudeTeam] = []
-    problems: list[str] = []
 
 
 # ---------------------------------------------------------------- processes

@@ -15,24 +15,8 @@ if TYPE_CHECKING:
     import psutil  # imported where used: a command that does not look at processes skips it
 
 from ipc.osproc import command_line_args
+from ipc.process_tree import ClaudeProcess, ClaudeTeam
 from ipc.schemas import TeamConfig
-
-
-class ClaudeProcess(msgspec.Struct, kw_only=True):
-    pid: int
-    agent_id: str
-    team: str
-    member: bool
-
-
-class ClaudeTeam(msgspec.Struct, kw_only=True):
-    """A team Claude Code made: live while its lead session runs, stale after."""
-
-    team: str
-    lead_pid: int | None
-    live: bool | None  # None: this Claude Code version does not say (2.1.38, in-process members)
-    members: list[str]
-    processes: list[ClaudeProcess] = []
 
 
 def claude_code_processes(team: str | None = None, root: str | None = None) -> list[tuple[int, str]]:

@@ -55,6 +55,7 @@ LEAD_TOOLS = (
     "list_requests",
     "set_mode",
     "update_permissions",
+    "background_subagent",
 )
 TRACE_KEY = "agentteams/returned_ns"
 PROGRESS_EVERY = 5.0  # seconds between progress notifications while a wait goes on
