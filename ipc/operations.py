@@ -175,6 +175,12 @@ class TaskCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     blocked_by: Annotated[list[TaskId], Meta(description="tasks that must complete first")] = []
     metadata: dict[str, Any] | None = None
     active_form: str | None = None
+    owner: Annotated[
+        str | None,
+        Meta(
+            description="a member who owns it from the start (told in its inbox); no idle teammate can claim it first"
+        ),
+    ] = None
 
 
 class TaskQuery(Struct, kw_only=True, forbid_unknown_fields=True):

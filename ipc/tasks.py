@@ -134,23 +134,28 @@ class TaskList(TaskReads):
         active_form: str | None = None,
         metadata: dict[str, Any] | None = None,
         blocked_by: Iterable[str] = (),
+        owner: str | None = None,
+        by: str = LEAD_NAME,
     ) -> Task:
         """Create a pending task with the next id (ids are never reused) and, under the same
-        lock, its dependencies: no one can see it without its blockers."""
-        return self.create_many([(subject, description, active_form, metadata, list(blocked_by))])[0]
+        lock, its dependencies: no one can see it without its blockers. With ``owner`` it is
+        that member's from the start (no idle teammate can claim it first), and the owner is
+        sent a ``task_assignment`` as :meth:`change` sends one."""
+        specs = [(subject, description, active_form, metadata, list(blocked_by))]
+        return self.create_many(specs, owner=owner, by=by)[0]
 
     def create_many(
         self,
         specs: Iterable[tuple[str, str, str | None, dict[str, Any] | None, builtins.list[str]]],
+        *,
+        owner: str | None = None,
+        by: str = LEAD_NAME,
     ) -> builtins.list[Task]:
         """Create several tasks and their dependencies in one locked pass. ``blocked_by``
         entries name existing task ids, or ``@N`` for the N-th task of this batch."""
         specs = builtins.list(specs)
         self._require_team()
-        for subject, description, _, metadata, _ in specs:
-            check_text(subject, description)
-            if metadata is not None and not isinstance(metadata, dict):
-                raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        owner = self._checked_owner(specs, owner)
         with self._locked() as guard:
             first = int(self._next_id())
             ids = [str(first + i) for i in range(len(specs))]
@@ -166,6 +171,7 @@ class TaskList(TaskReads):
                         blocks=[],
                         blocked_by=[],
                         metadata=UNSET if metadata is None else metadata,
+                        owner=owner or UNSET,
                     )
                 )
             for task_id, (*_, deps) in zip(ids, specs, strict=True):
@@ -182,8 +188,34 @@ class TaskList(TaskReads):
                     self._write(guard, task)
             atomic_write(self.paths.highwatermark, ids[-1].encode())
             created = [graph.nodes[i] for i in ids]
-        self._ready([t.id for t in created if not t.blocked_by])
+        self._created(created, owner, by)
         return created
+
+    def _checked_owner(
+        self,
+        specs: builtins.list[tuple[str, str, str | None, dict[str, Any] | None, builtins.list[str]]],
+        owner: str | None,
+    ) -> str:
+        """The specs and the owner checked before an id is issued: the owner normalised
+        ("" for none), a member of the team (an assignment must reach a real inbox)."""
+        for subject, description, _, metadata, _ in specs:
+            check_text(subject, description)
+            if metadata is not None and not isinstance(metadata, dict):
+                raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        if not owner:
+            return ""
+        owner = normalise_agent_name(owner)
+        self._require_member(owner)
+        return owner
+
+    def _created(self, created: builtins.list[Task], owner: str, by: str) -> None:
+        """After the lock: the owner hears of its tasks, or idle teammates of claimable ones."""
+        if owner:
+            if owner != by:
+                for task in created:
+                    self._send_assignment(task, assigned_by=by)
+            return
+        self._ready([t.id for t in created if not t.blocked_by])
 
     def update(
         self,

@@ -103,6 +103,10 @@ def test_task_commands(demo: Path) -> None:
     assert [t["id"] for t in jcli(demo, "task", "list", "demo")] == ["1"]
     cli(demo, "task", "delete", "demo", "1")
     assert jcli(demo, "task", "list", "demo") == []
+    owned = jcli(demo, "task", "create", "demo", "For alice", "--owner", "alice")
+    assert (owned["owner"], owned["status"]) == ("alice", "pending")
+    assert "already_claimed" in cli(demo, "task", "claim", "demo", owned["id"], "team-lead", ok=False).stderr
+    assert "members" in cli(demo, "task", "create", "demo", "x", "--owner", "mallory", ok=False).stderr
 
 
 def test_usage_errors_are_one_line(root: Path) -> None:

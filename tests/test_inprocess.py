@@ -68,8 +68,7 @@ def test_a_teammate_that_raises_is_restarted_alone_and_the_host_goes_on(root: Pa
         wait_for(ben_failed, timeout=60)
         assert team.status().teammate("ben").restarts >= 1  # type: ignore[union-attr]
         assert alive([host]) and host_of(team) == host, "the host went on"
-        task = team.tasks.create("still working", "ann works", metadata={"command": "echo ok"})
-        team.tasks.update(task.id, owner="ann")
+        task = team.tasks.create("still working", "ann works", metadata={"command": "echo ok"}, owner="ann")
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         inbox.rmdir()
         team.restart("ben")
@@ -80,10 +79,10 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
     with running_team(root, teammate_mode="in-process") as team:
         team.spawn("ann", prompt="Work.")
         team.spawn("ben", prompt="Work.")
-        # Unclaimable (as a failed task is) until assigned: ben cannot take it in between.
-        held = {"command": "sleep 600; echo hung-tool-marker", "lastError": "held for ann"}
-        hung = team.tasks.create("hang", "sleep", metadata=held)
-        team.tasks.update(hung.id, owner="ann", metadata={"lastError": None})
+        # Ann's from its creation: ben cannot take it.
+        team.tasks.create(
+            "hang", "sleep", metadata={"command": "sleep 600; echo hung-tool-marker"}, owner="ann"
+        )
 
         def sleeper() -> list[int]:
             found = []
@@ -96,8 +95,7 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
         pids = wait_for(sleeper, timeout=30)
         team.shutdown("ann", force=True, grace=1)
         wait_for(lambda: not alive(pids), timeout=20)
-        task = team.tasks.create("after", "ben works", metadata={"command": "echo ok"})
-        team.tasks.update(task.id, owner="ben")
+        task = team.tasks.create("after", "ben works", metadata={"command": "echo ok"}, owner="ben")
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         assert [m.name for m in team.config().teammates()] == ["ben"]
 

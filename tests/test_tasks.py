@@ -140,6 +140,28 @@ def test_owner_must_be_a_member(root: Path, team: str) -> None:
     assert not Mailbox(root, team, "mallory").exists()
 
 
+def test_a_task_created_with_an_owner_is_never_claimable_by_another(root: Path, team: str) -> None:
+    ready: list[list[str]] = []
+    tl = TaskList(root, team, on_ready=ready.append)
+    task = tl.create("Review", "look at it", owner="bob")
+    assert (task.owner, task.status) == ("bob", "pending")
+    assert tl.get(task.id).owner == "bob"
+    assert tl.claim_next("alice") is None and not tl.claim(task.id, "alice").success
+    assert ready == [], "no idle teammate is woken for a task that has its owner"
+    (message,) = Mailbox(root, team, "bob").unread()
+    body = parse_body(message.text)
+    assert isinstance(body, TaskAssignment) and (body.task_id, body.assigned_by) == (task.id, "team-lead")
+    tl.create("Mine", owner="alice", by="alice")  # one's own task: nothing to tell
+    assert Mailbox(root, team, "alice").unread() == []
+
+
+def test_a_create_for_a_stranger_is_refused_with_nothing_made(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    with pytest.raises(NotFound, match="members"):
+        tl.create("x", owner="mallory")
+    assert tl.list() == [] and not Mailbox(root, team, "mallory").exists()
+
+
 def test_release_owner(root: Path, team: str) -> None:
     tl = TaskList(root, team)
     for i in range(3):

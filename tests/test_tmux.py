@@ -52,8 +52,7 @@ def server() -> Iterator[str]:
 
 
 def do_task(team: Team, owner: str, command: str) -> None:
-    task = team.tasks.create(f"task for {owner}", "run it", metadata={"command": command})
-    team.tasks.update(task.id, owner=owner)
+    task = team.tasks.create(f"task for {owner}", "run it", metadata={"command": command}, owner=owner)
     team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
 
 

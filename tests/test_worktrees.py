@@ -35,11 +35,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 def edit_task(team: Team, owner: str, command: str) -> str:
-    """A task for ``owner`` only: made unclaimable (as a failed task is) until it is assigned,
-    so an idle teammate cannot take it in between."""
-    held = {"command": command, "lastError": "held for its owner"}
-    task = team.tasks.create(f"edit as {owner}", "edit the shared file", metadata=held)
-    team.tasks.update(task.id, owner=owner, metadata={"lastError": None})
+    """A task for ``owner`` only: owned from its creation, so no idle teammate can take it."""
+    task = team.tasks.create(
+        f"edit as {owner}", "edit the shared file", metadata={"command": command}, owner=owner
+    )
     return task.id
 
 

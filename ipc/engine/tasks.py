@@ -23,13 +23,13 @@ from msgspec import UNSET
 
 from ipc import task_edit
 from ipc.engine.team import CAS_TRIES, EngineTeam, Entry, Stale
-from ipc.errors import Conflict, InvalidInput, NotFound
+from ipc.errors import Conflict, NotFound
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, dump_json
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
-from ipc.task_rules import Change, ClaimResult, check_text, claimable
+from ipc.task_rules import Change, ClaimResult, claimable
 from ipc.tasks import TaskList
 
 if TYPE_CHECKING:
@@ -206,12 +206,12 @@ class EngineTaskList(TaskList):
     def create_many(
         self,
         specs: Iterable[tuple[str, str, str | None, dict[str, Any] | None, builtins.list[str]]],
+        *,
+        owner: str | None = None,
+        by: str = LEAD_NAME,
     ) -> builtins.list[Task]:
         specs = builtins.list(specs)
-        for subject, description, _, metadata, _ in specs:
-            check_text(subject, description)
-            if metadata is not None and not isinstance(metadata, dict):
-                raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        owner = self._checked_owner(specs, owner)
         for *_, deps in specs:  # refused before an id is issued: a missing blocker
             for dep in deps:
                 if not dep.startswith("@") and self._get_or_none(str(dep)) is None:
@@ -233,6 +233,7 @@ class EngineTaskList(TaskList):
                             blocks=[],
                             blocked_by=[],
                             metadata=UNSET if metadata is None else metadata,
+                            owner=owner or UNSET,
                         )
                     )
             for task_id, (*_, deps) in zip(ids, specs, strict=True):
@@ -242,7 +243,10 @@ class EngineTaskList(TaskList):
             return [graph.nodes[i] for i in ids]
 
         created = self._apply(edit, first=ids)
-        self._ready([t.id for t in created if not self.open_blockers(t)])
+        if owner:
+            self._created(created, owner, by)
+        else:
+            self._ready([t.id for t in created if not self.open_blockers(t)])
         return created
 
     def create(
@@ -253,8 +257,11 @@ class EngineTaskList(TaskList):
         active_form: str | None = None,
         metadata: dict[str, Any] | None = None,
         blocked_by: Iterable[str] = (),
+        owner: str | None = None,
+        by: str = LEAD_NAME,
     ) -> Task:
-        return self.create_many([(subject, description, active_form, metadata, builtins.list(blocked_by))])[0]
+        specs = [(subject, description, active_form, metadata, builtins.list(blocked_by))]
+        return self.create_many(specs, owner=owner, by=by)[0]
 
     def change(
         self,

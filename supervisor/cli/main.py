@@ -266,6 +266,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     t_create.add_argument("--blocked-by", nargs="*", default=[])
     t_create.add_argument("--active-form", default=None)
+    t_create.add_argument(
+        "--owner", default=None, help="a member who owns it from the start (told in its inbox)"
+    )
     t_get = cmd(task_sub, "get", "show a task")
     t_get.add_argument("team")
     t_get.add_argument("id")

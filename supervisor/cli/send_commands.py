@@ -57,6 +57,7 @@ def cmd_task(args: argparse.Namespace) -> int:
                 blocked_by=args.blocked_by,
                 metadata={"command": args.shell} if args.shell else None,
                 active_form=args.active_form,
+                owner=args.owner,
             )
             task = ops.task_create(team, request)
             emit(args, task, f"created task #{task.id}: {task.subject}")
