@@ -42,7 +42,27 @@ _SIGNATURE_NS = 424_242  # sub-millisecond part of the mtime of our lock directo
 ClaudeLocks = Literal["auto", "always", "never"]
 LockBackend = Literal["flock", "filelock"]
 
-_lock_timeout = DEFAULT_LOCK_TIMEOUT
+
+def _timeout_from_env() -> float:
+    """``AGENTTEAMS_LOCK_TIMEOUT``: seconds a lock wait lasts before LockTimeout (default 30)."""
+    value = env("AGENTTEAMS_LOCK_TIMEOUT", "")
+    try:
+        seconds = float(value) if value else DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        raise StorageError(f"AGENTTEAMS_LOCK_TIMEOUT={value!r}; use a number of seconds") from None
+    if seconds <= 0:
+        raise StorageError(f"AGENTTEAMS_LOCK_TIMEOUT={value!r}; use a positive number of seconds")
+    return seconds
+
+
+_lock_timeout: float | None = None  # from the environment at the first lock, unless set
+
+
+def _default_timeout() -> float:
+    global _lock_timeout
+    if _lock_timeout is None:
+        _lock_timeout = _timeout_from_env()
+    return _lock_timeout
 
 
 def set_default_lock_timeout(seconds: float) -> None:
@@ -356,7 +376,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
     def __init__(self, path: Path, *, root: Path, timeout: float | None = -1.0) -> None:
         self.path = path
         self.root = root
-        self.timeout = _lock_timeout if timeout is not None and timeout < 0 else timeout
+        self.timeout = _default_timeout() if timeout is not None and timeout < 0 else timeout
         self.fds: list[int] = []
         self.filelocks: list[Any] = []
         self.guard: Guard | None = None
