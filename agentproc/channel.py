@@ -30,6 +30,10 @@ class Wakeup:
 
 
 class Channel(Protocol):
+    # True: the supervisor hands out claims (a wake names a task already this agent's), so
+    # the agent looks for work itself only when rung without one, not after every turn.
+    handed: bool
+
     def hello(self, agent: str, pid: int) -> None: ...
     def state(self, state: str, task: str = "") -> None: ...
     def tasks_ready(self, ids: list[str]) -> None: ...
@@ -54,6 +58,7 @@ class ZmqChannel:
         self.engine_ring = engine_listener(spec)  # a team on the engine: rung from any host
         if self.engine_ring is not None:
             self.poller.register(self.engine_ring.fileno())
+        self.handed = self.engine_ring is None  # on the engine, teammates claim for themselves
 
     def hello(self, agent: str, pid: int) -> None:
         self.link.send(link.Hello(agent=agent, pid=pid))
@@ -89,6 +94,8 @@ class ZmqChannel:
 
 class PollChannel:
     """Claude Code's behaviour exactly: no sockets; the caller re-reads the inbox every 500 ms."""
+
+    handed = False
 
     def hello(self, agent: str, pid: int) -> None:
         pass

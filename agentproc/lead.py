@@ -54,6 +54,8 @@ class LeadChannel:
     """The lead agent's doorbell (the supervisor passes team-lead's wakes on to it), a
     waker for the teammates, task wakes through the supervisor, and the terminal."""
 
+    handed = False  # the lead claims nothing handed to it
+
     def __init__(self, spec: LaunchSpec, *, terminal: bool) -> None:
         runtime = spec.team_paths().runtime_dir()
         self.zctx = context()

@@ -81,7 +81,8 @@ class AgentLoop(AgentRunner):
         member = self.ctx.messenger.store.config_member(spec.agent_name)
         self.spawn_prompt = member.prompt if member is not None and isinstance(member.prompt, str) else None
         self.user_queue: deque[str] = deque()
-        self.task_hint = ""
+        self.task_hints: deque[str] = deque()  # tasks wakes named, in order (each may be ours)
+        self.look = True  # look for work in the task list at the next chance (see absorb)
         self.idle = False
         self.idle_blocks = 0
         self.failed_turns = 0  # in a row
@@ -96,11 +97,17 @@ class AgentLoop(AgentRunner):
         self.woke_ns = woke.at_ns
         frames = [*self.ctx.frames, *woke.frames]
         self.ctx.frames.clear()
+        named = False
         for frame in frames:
             if isinstance(frame, link.UserMessage):
                 self.user_queue.append(frame.text)
             elif isinstance(frame, link.Wake) and frame.task:
-                self.task_hint = frame.task
+                self.task_hints.append(frame.task)
+                named = True
+        if not named:
+            # Rung (the on-call ring, a message, a plain wake) or the fallback poll: look at
+            # the task list. A wake that names a task needs no look: the task is ours already.
+            self.look = True
 
     def _take_permission_change(self, body: ModeSetRequest | TeamPermissionUpdate) -> None:
         """The lead's mode_set_request or team_permission_update, kept for the rest of this
@@ -191,11 +198,18 @@ class AgentLoop(AgentRunner):
                 return Turn(kind="notification", text=text, content=finished.result)
         if time.monotonic() < self.resume_at:
             return None  # backing off after failed turns: messages yes, new work not yet
-        hint, self.task_hint = self.task_hint, ""
+        hint = self.task_hints.popleft() if self.task_hints else ""
+        if not hint and not self.look and self.ctx.channel.handed:
+            # After a turn the idle report goes up, and the supervisor answers with the next
+            # ready task, already claimed for this agent: no read of the task list here.
+            return None
+        self.look = False
         task = self.ctx.tasks.claim_next(self.spec.agent_name, hint=hint)
         if task is not None:
             if trace.enabled():
-                trace.record(self.ctx.paths, f"task-{task.id}", self.spec.agent_name, taken=time.time_ns())
+                now = time.time_ns()
+                woke = self.woke_ns or now
+                trace.record(self.ctx.paths, f"task-{task.id}", self.spec.agent_name, woke=woke, taken=now)
             self.ctx.current_task = task.id
             return Turn(kind="claim", text=claim_prompt(task), task_id=task.id)
         return None

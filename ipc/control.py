@@ -63,6 +63,7 @@ class TasksReady(_Request):
     one "tasks ready" message: clients send it here, agents over their link (no reply)."""
 
     ids: list[str] = []
+    rung: str = ""  # the on-call teammate the sender already rang for the first of them
     Reply: ClassVar[type[msgspec.Struct]] = WakeReply
 
 

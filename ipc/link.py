@@ -3,8 +3,9 @@ the private runtime directory, standing in for Claude Code's anonymous Unix sock
 
 It carries control and liveness, never messages: ``Hello`` (ready), ``State`` (running or
 idle), ``TasksReady`` (tasks someone can claim now; the control socket's request, sent
-here without waiting for a reply) from the agent; ``Wake`` (with a task it
-may claim) and ``UserMessage`` (priority 1 of its loop) from the supervisor. Frames are
+here without waiting for a reply) from the agent; ``Wake`` (with a task it may claim, or in
+a team of files one already claimed for it) and ``UserMessage`` (priority 1 of its loop)
+from the supervisor. Frames are
 msgspec msgpack, strictly decoded and size-bounded. The supervisor binds, so a restarted
 agent simply connects again.
 """

@@ -11,7 +11,9 @@ The caller holds the file's lock (:mod:`ipc.locks`) for every read-modify-write.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -123,6 +125,121 @@ def write_at(fd: int, path: Path, offset: int, data: bytes) -> None:
             os.fsync(fd)
     except OSError as exc:
         raise StorageError(f"could not write {path}: {reason(exc)}") from exc
+
+
+IN_PLACE_MAX = 4096  # one page: a write(2) this size at offset 0 is never torn by a kill
+
+
+def rewrite(path: Path, data: bytes, *, grow: bool = True) -> None:
+    """Replace a small state file's contents in place (caller holds the lock): one ``write(2)``
+    at offset 0 of at most a page, which a kill can stop only before it starts (the kernel
+    copies a write page by page and checks for a fatal signal before each), so the file is
+    the old version or the new one; a reader that catches the copy half-done reads again
+    (:func:`read_settled`). No rename, no truncate (ext4 flushes on both, ~200 µs): a shorter
+    version is padded with spaces, which JSON ignores, to one byte past the old size, so the
+    size changes with every write and a cache keyed on it never misses one (``grow=False``:
+    to the old size, for a file no one caches by its key). A missing file,
+    one past a page, or a durability setting that wants fsync, takes :func:`atomic_write`."""
+    if len(data) >= IN_PLACE_MAX or durability() != "none":
+        atomic_write(path, data)
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        create(path, data)
+        return
+    except OSError as exc:
+        raise StorageError(f"could not write {path}: {reason(exc)}; the previous version is intact") from exc
+    try:
+        size = os.fstat(fd).st_size
+        target = size + 1 if grow else size
+        padded = data + b" " * (target - len(data)) if len(data) < target else data
+        if len(padded) > IN_PLACE_MAX:
+            os.close(fd)
+            fd = -1
+            atomic_write(path, data)
+            return
+        if _write_hook is not None:
+            _write_hook(path, padded)
+        if os.pwrite(fd, padded, 0) != len(padded):
+            raise StorageError(f"could not write {path}: a short write")
+    except OSError as exc:
+        raise StorageError(f"could not write {path}: {reason(exc)}") from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+# Making a file (an inode) costs ~300 µs on ext4 here, renaming one to a new name ~20 µs: a
+# new file is written into a spare this process made earlier and renamed into place.
+_spares: dict[Path, Path] = {}
+_spare_count = itertools.count()
+_spares_removed_at_exit = False
+
+
+def create(path: Path, data: bytes) -> None:
+    """Write a new file (caller holds the lock, and ``path`` does not exist): into this
+    process's spare in the directory when it has one (see :func:`make_spare`), then renamed
+    to ``path``, whole; else as :func:`atomic_write` does."""
+    spare = _spares.pop(path.parent, None)
+    if spare is None or durability() != "none":
+        atomic_write(path, data)
+        return
+    try:
+        fd = os.open(spare, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        atomic_write(path, data)
+        return
+    try:
+        try:
+            if _write_hook is not None:
+                _write_hook(path, data)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.rename(spare, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        raise StorageError(f"could not write {path}: {reason(exc)}") from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        raise
+
+
+def make_spare(directory: Path) -> None:
+    """Make this process's spare file in ``directory`` if it has none (off the hot path: after
+    a create has rung whom it wakes). A hidden name no reader of the layout lists; removed
+    when the process exits."""
+    if directory in _spares or durability() != "none":
+        return
+    spare = directory / f".spare.{os.getpid()}.{next(_spare_count)}"
+    try:
+        fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    except OSError:
+        return  # only a cost: the next create makes its file the slow way
+    os.fchmod(fd, FILE_MODE)
+    os.close(fd)
+    global _spares_removed_at_exit
+    if not _spares_removed_at_exit:
+        atexit.register(_remove_spares)
+        _spares_removed_at_exit = True
+    _spares[directory] = spare
+
+
+def _remove_spares() -> None:
+    for spare in _spares.values():
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+    _spares.clear()
+
+
+def _forget_spares_after_fork() -> None:
+    _spares.clear()  # the parent's: a child that used one would take it from under the parent
+
+
+os.register_at_fork(after_in_child=_forget_spares_after_fork)
 
 
 def _write_all(fd: int, data: bytes) -> None:

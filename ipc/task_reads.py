@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator
+from pathlib import Path
 
 import msgspec
 
@@ -13,7 +14,6 @@ from ipc.errors import CorruptFile, NotFound
 from ipc.paths import TeamPaths
 from ipc.schemas import Task
 from ipc.storage import FileKey, file_key, read_bytes, read_settled
-from ipc.task_rules import claimable
 from ipc.task_window import TaskWindow, task_ids
 
 _decoder = msgspec.json.Decoder(Task)
@@ -24,12 +24,21 @@ class TaskReads:
         self.paths = paths
         self.team = self.paths.team
         self.dir = self.paths.tasks_dir
+        self.lock_path = self.paths.tasks_lock
+        self.mark_path = self.paths.highwatermark
+        self._paths: dict[str, Path] = {}  # task id → its file (paths cost more than the read)
         self.problems: builtins.list[str] = []
         self._cache: dict[str, tuple[FileKey, Task]] = {}
         self.window = TaskWindow(self.dir, self._read_or_gone, self._highwatermark, self._forget)
 
+    def task_path(self, task_id: str) -> Path:
+        path = self._paths.get(task_id)
+        if path is None:
+            path = self._paths[task_id] = self.paths.task(task_id)
+        return path
+
     def _read(self, task_id: str) -> Task:
-        path = self.paths.task(task_id)
+        path = self.task_path(task_id)
         key = file_key(path)
         if key is None:
             raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
@@ -53,6 +62,7 @@ class TaskReads:
 
     def _forget(self, task_id: str) -> None:
         self._cache.pop(task_id, None)
+        self._paths.pop(task_id, None)
 
     def get(self, task_id: str) -> Task:
         return self._read(str(task_id))
@@ -123,8 +133,12 @@ class TaskReads:
         return next(self._claimables(), None)
 
     def _claimables(self) -> Iterator[Task]:
-        return claimable(self.window.live())
+        """Claimable tasks by id, read lazily: a claim looks past the tasks in progress at the
+        front, not at every open task (a burst of a thousand would cost each claim a
+        thousand reads). Blockers are judged by reading them (cached), so no whole listing
+        is needed."""
+        return (t for t in self.window.walk() if self.is_claimable(t))
 
     def _highwatermark(self) -> int:
-        mark = read_bytes(self.paths.highwatermark)
+        mark = read_bytes(self.mark_path)
         return int(mark) if mark and mark.strip().isdigit() else 0

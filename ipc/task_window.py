@@ -25,7 +25,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -88,10 +88,14 @@ class TaskWindow:
     def live(self) -> list[Task]:
         """Every task past the prefix, by id (completed ones included), moving the prefix
         over those completed or gone at its front."""
+        return list(self.walk())
+
+    def walk(self) -> Iterator[Task]:
+        """:meth:`live`, read as it is consumed: a caller that wants the first few open
+        tasks (a claim) reads as far as those, not every task of a burst."""
         if time.monotonic() - self._swept >= SWEEP_EVERY:
             self._sweep()
         self.find_top()
-        found: list[Task] = []
         front = True
         for n in range(self.through + 1, self.top + 1):
             try:
@@ -106,8 +110,7 @@ class TaskWindow:
                 continue
             front = False
             if task is not None:
-                found.append(task)
-        return found
+                yield task
 
     def reopened(self, task: Task) -> None:
         """A task this process wrote: if it is open and behind the prefix, the prefix moves

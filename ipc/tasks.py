@@ -36,7 +36,8 @@ from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, TaskAssignment, dump_json
-from ipc.storage import atomic_write, ensure_dir, read_bytes
+from ipc.storage import create as create_file
+from ipc.storage import ensure_dir, make_spare, read_bytes, rewrite
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
 from ipc.task_reads import TaskReads
@@ -108,17 +109,20 @@ class TaskList(TaskReads):
     @contextmanager
     def _locked(self) -> Iterator[Guard]:
         ensure_dir(self.dir)
-        with locked(self.paths.tasks_lock, root=self.paths.root) as guard:
+        with locked(self.lock_path, root=self.paths.root) as guard:
             yield guard
 
     def _graph(self) -> TaskGraph:
         return TaskGraph(self.team, self._get_or_none)
 
     def _write(self, guard: Guard, task: Task) -> None:
-        path = self.paths.task(task.id)
+        path = self.task_path(task.id)
         guard.also(path)  # Claude Code's per-task lock, in a Claude Code root
-        original = read_object(read_bytes(path) or b"")
-        atomic_write(path, dump_json(merged(original, task)))
+        data = read_bytes(path)
+        if data is None:
+            create_file(path, dump_json(task))
+        else:  # in place: see ipc.storage.rewrite
+            rewrite(path, dump_json(merged(read_object(data), task)))
         self._cache.pop(task.id, None)
         self.window.reopened(task)
 
@@ -186,9 +190,10 @@ class TaskList(TaskReads):
             for task_id, task in graph.changed.items():
                 if task_id not in ids:
                     self._write(guard, task)
-            atomic_write(self.paths.highwatermark, ids[-1].encode())
+            rewrite(self.mark_path, ids[-1].encode(), grow=False)
             created = [graph.nodes[i] for i in ids]
         self._created(created, owner, by)
+        make_spare(self.dir)  # for the next create, now that whoever it wakes is woken
         return created
 
     def _checked_owner(
@@ -330,9 +335,9 @@ class TaskList(TaskReads):
             # A create killed between its task file and the mark leaves the mark behind; once
             # the file is gone only the mark remembers the id, so raise it first.
             if self._highwatermark() < int(task_id):
-                atomic_write(self.paths.highwatermark, task_id.encode())
-            guard.also(self.paths.task(task_id))
-            os.unlink(self.paths.task(task_id))
+                rewrite(self.mark_path, task_id.encode(), grow=False)
+            guard.also(self.task_path(task_id))
+            os.unlink(self.task_path(task_id))
             self._cache.pop(task_id, None)
         self._ready(unblocked)
         return unblocked
@@ -373,6 +378,8 @@ class TaskList(TaskReads):
         agent = normalise_agent_name(agent)
         if hint:
             candidate = self._get_or_none(hint)
+            if candidate is not None and candidate.owner_name == agent and candidate.status == "in_progress":
+                return candidate  # handed out: claimed for this agent (see hand_out)
             if candidate is not None and self.is_claimable(candidate):
                 result = self.claim(hint, agent)
                 if result.success:
@@ -390,6 +397,19 @@ class TaskList(TaskReads):
             if result.success:
                 return result.task
         return None
+
+    def hand_out(self, pairs: builtins.list[tuple[str, str]]) -> builtins.list[tuple[str, str]]:
+        """Claim each task for its agent, ``(task id, agent)``, in one locked pass (the
+        supervisor hands out claims, so hundreds of idle teammates do not queue on the lock);
+        the pairs claimed. A task no longer claimable is skipped."""
+        done: builtins.list[tuple[str, str]] = []
+        with self._locked() as guard:
+            for task_id, agent in pairs:
+                task = self._get_or_none(task_id)
+                if task is not None and self.is_claimable(task):
+                    self._write(guard, msgspec.structs.replace(task, owner=agent, status="in_progress"))
+                    done.append((task_id, agent))
+        return done
 
     def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
         """Put ``agent``'s in_progress tasks back to pending with no owner (after its death,

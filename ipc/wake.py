@@ -36,6 +36,21 @@ _HWM = 64  # a doorbell needs no queue: one frame waiting is as good as many
 KEPT_SOCKETS = 128
 
 
+# The idle teammate the supervisor would wake for the next ready task, named in a file of
+# the runtime directory: a process that makes a task rings it at once (one hop, not two
+# through the supervisor) and tells the supervisor it did.
+ON_CALL = "on-call"
+
+
+def on_call(runtime_dir: Path) -> str:
+    """The on-call teammate's name, or "" (no one idle, or the team is not up)."""
+    try:
+        with open(runtime_dir / ON_CALL, "rb") as f:
+            return f.read().strip().decode()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
     # Hashed: agent names may be 64 characters, and sun_path holds only 107 bytes.
     return runtime_dir / f"{kind}-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"

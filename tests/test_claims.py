@@ -1,15 +1,33 @@
-"""Claims under load: a teammate whose lock wait times out looks again rather than exits."""
+"""Claims that scale: task files rewritten in place (and a kill mid-write leaves them whole),
+the supervisor handing out claims and the on-call teammate rung by a creator, and a teammate
+whose lock wait times out looking again rather than exiting."""
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from ipc import TaskList, link
 from ipc.locks import locked
 from ipc.paths import TeamPaths
+from ipc.poller import close_context, context
 from ipc.schemas import Task, dump_json
 from ipc.storage import atomic_write
+from ipc.wake import Waker, on_call
+from supervisor.daemon.child import Child
+from supervisor.daemon.reactor import Reactor
+from supervisor.daemon.router import Router
 from tests.runtime_helpers import running_team, wait_for
 
 
@@ -38,3 +56,199 @@ def test_a_lock_wait_that_times_out_is_tried_again_and_the_task_is_done(
         assert done.owner == "alice"
         alice = team.status().teammate("alice")
         assert alice is not None and alice.pid == pid and alice.restarts == 0, "it waited; it did not exit"
+
+
+# ---------------------------------------------------------------- in-place task writes
+
+
+def _rewriter(root: Path, team: str, seed: int) -> None:
+    """Child: claim, release and complete tasks for ever, each file shrinking and growing."""
+    rng = random.Random(seed)
+    tl = TaskList(root, team)
+    while True:
+        task_id = str(rng.randint(1, 6))
+        if rng.random() < 0.5:
+            tl.claim(task_id, rng.choice(("alice", "bob")))
+        else:
+            note = "x" * rng.randint(0, 600)
+            tl.update(task_id, status=rng.choice(("pending", "completed")), owner="", metadata={"note": note})
+
+
+def test_a_kill_mid_rewrite_never_leaves_a_task_file_unreadable(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for i in range(6):
+        tl.create(f"task {i + 1}", "d" * 200)
+    rng = random.Random(7)
+    for r in range(25):
+        pids = []
+        for w in range(3):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - child
+                try:
+                    _rewriter(root, team, r * 10 + w)
+                finally:
+                    os._exit(0)
+            pids.append(pid)
+        time.sleep(rng.uniform(0.003, 0.02))
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        for n in range(1, 7):  # every file whole, after every round of kills
+            assert json.loads((root / "tasks" / team / f"{n}.json").read_bytes())["id"] == str(n)
+    assert [t.id for t in TaskList(root, team).list()] == [str(n) for n in range(1, 7)]
+
+
+def test_a_rewrite_in_place_is_seen_by_a_reader_that_caches(root: Path, team: str) -> None:
+    writer, reader = TaskList(root, team), TaskList(root, team)
+    task = writer.create("Grow and shrink", "d")
+    path = root / "tasks" / team / f"{task.id}.json"
+    inode = path.stat().st_ino
+    sizes = []
+    for note in ("a" * 300, "", "b" * 10, ""):
+        writer.update(task.id, metadata={"note": note or None})
+        assert reader.get(task.id).meta.get("note") == (note or None)  # never a stale cache
+        sizes.append(path.stat().st_size)
+    assert path.stat().st_ino == inode, "written in place, not replaced"
+    assert len(set(sizes)) == len(sizes), "each write changes the size, so a cache key changes"
+
+
+def test_a_new_task_file_is_made_from_a_spare_and_no_spare_outlives_its_process(
+    root: Path, team: str
+) -> None:
+    code = (
+        "import sys; from ipc import TaskList; tl = TaskList(sys.argv[1], sys.argv[2]); "
+        "[tl.create(f't{i}') for i in range(3)]; "
+        "import os; print(len([n for n in os.listdir(tl.dir) if n.startswith('.spare.')]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(root), team], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1", "a spare waits for the next create while the process runs"
+    names = os.listdir(root / "tasks" / team)
+    assert not [n for n in names if n.startswith(".spare.") or n.endswith(".tmp")], names
+    assert sorted(n for n in names if n.endswith(".json")) == ["1.json", "2.json", "3.json"]
+
+
+# ---------------------------------------------------------------- the supervisor hands out claims
+
+
+@dataclass
+class Named:
+    name: str
+
+
+@dataclass
+class Roster:
+    idle_names: list[str] = field(default_factory=list)
+
+    def idle(self) -> list[Child]:
+        return cast(list[Child], [Named(n) for n in self.idle_names])
+
+    def on_hello(self, name: str) -> None:
+        pass
+
+    def on_state(self, name: str, state: str, task: str) -> None:
+        if state == "idle" and name not in self.idle_names:
+            self.idle_names.append(name)
+        if state != "idle" and name in self.idle_names:
+            self.idle_names.remove(name)
+
+
+@pytest.fixture
+def handing(
+    tmp_path: Path,
+) -> Iterator[tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]]]:
+    ctx = context()
+    waker = Waker(tmp_path, ctx=ctx)
+    reactor = Reactor()
+    router = Router(reactor, ctx, tmp_path, waker)
+    roster = Roster()
+    router.roster = roster
+    claimed: list[tuple[str, str]] = []
+    taken = {"9"}  # a task someone else claimed first
+
+    def hand_out(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        done = [p for p in pairs if p[0] not in taken]
+        claimed.extend(done)
+        return done
+
+    router.hand_out = hand_out
+    agents = {}
+    for name in ("ann", "bob"):
+        router.open(name)
+        agents[name] = link.AgentLink(ctx, tmp_path, name)
+        agents[name].send(link.Hello(agent=name, pid=1))
+        wait_for(lambda name=name: router.links[name].receive(), 5)
+    try:
+        yield router, roster, agents, claimed
+    finally:
+        for agent in agents.values():
+            agent.close()
+        router.close()
+        waker.close()
+        reactor.close()
+        close_context(ctx)
+
+
+def frames_to(agent: link.AgentLink) -> list[link.Frame]:
+    return cast(list[link.Frame], wait_for(agent.receive, 5))
+
+
+def said(router: Router, agent: link.AgentLink, name: str, frame: link.Frame) -> None:
+    agent.send(frame)
+    wait_for(lambda: router.links[name].socket.poll(0), 5)
+    router._on_link(name)  # what the reactor calls when the link is readable
+
+
+def test_ready_tasks_are_claimed_for_idle_teammates_and_queued_for_the_next(
+    handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]],
+) -> None:
+    router, roster, agents, claimed = handing
+    roster.idle_names += ["ann", "bob"]
+    assert router.route_tasks(["1", "9", "2", "3"], relay=False) == ["ann", "bob"]
+    assert claimed == [("1", "ann"), ("2", "bob")], "9 was taken: it is dropped, 2 goes instead"
+    assert frames_to(agents["ann"]) == [link.Wake(task="1")]
+    assert frames_to(agents["bob"]) == [link.Wake(task="2")]
+    assert list(router.ready) == ["3"]
+    said(router, agents["ann"], "ann", link.State(state="running", task="1"))
+    said(router, agents["ann"], "ann", link.State(state="idle"))  # ann's turn ended: 3 is hers
+    assert frames_to(agents["ann"]) == [link.Wake(task="3")] and claimed[-1] == ("3", "ann")
+    said(router, agents["bob"], "bob", link.State(state="idle"))  # nothing left for bob
+    assert agents["bob"].receive() == [] and not router.ready
+
+
+def test_the_on_call_teammate_rung_by_a_creator_is_not_woken_again(
+    handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    router, roster, agents, claimed = handing
+    said(router, agents["ann"], "ann", link.State(state="idle"))
+    assert on_call(tmp_path) == "ann"
+    said(router, agents["bob"], "bob", link.State(state="idle"))
+    assert on_call(tmp_path) == "ann", "the first idle stays on call"
+    assert router.route_tasks(["5", "6"], relay=False, rung="ann") == ["ann", "bob"]
+    assert claimed == [("6", "bob")], "ann claims for herself: only 6 is handed out"
+    assert agents["ann"].receive() == [] and frames_to(agents["bob"]) == [link.Wake(task="6")]
+    assert on_call(tmp_path) == "", "no one idle is left to be on call"
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_a_burst_is_handed_out_to_every_idle_teammate_and_done_once(root: Path) -> None:
+    with running_team(root) as team:
+        for name in ("ann", "bob", "cid"):
+            team.spawn(name, prompt="Work through the task list.")
+        wait_for(lambda: all(m.state == "idle" for m in team.status().teammates), timeout=30)
+        wakes = team.status().task_wakes
+        team.tasks.create_many([(f"burst {i}", "", None, {"command": "true"}, []) for i in range(24)])
+        wait_for(lambda: all(t.status == "completed" for t in team.tasks.list()), timeout=60)
+        owners = [t.owner for t in team.tasks.list()]
+        assert set(owners) <= {"ann", "bob", "cid"} and len(set(owners)) >= 2, owners
+        # One wake per task, each naming a task already claimed for its teammate (one may
+        # have gone to the on-call teammate rung by the creator, which claims for itself).
+        assert team.status().task_wakes - wakes in (23, 24)
+        done = [
+            m.text.split("#", 1)[1].split(":", 1)[0]
+            for m in team.inbox("team-lead").read()
+            if m.text.startswith("Completed task #")
+        ]
+        assert sorted(done, key=int) == [t.id for t in team.tasks.list()], "each task done once"

@@ -357,6 +357,16 @@ class EngineTaskList(TaskList):
             for b in task.blocked_by
         )
 
+    def hand_out(self, pairs: builtins.list[tuple[str, str]]) -> builtins.list[tuple[str, str]]:
+        """Each claimable task claimed for its agent, one compare-and-set each."""
+        return [
+            (task_id, agent)
+            for task_id, agent in pairs
+            if (task := self._get_or_none(task_id)) is not None
+            and self.is_claimable(task)
+            and self.claim(task_id, agent).success
+        ]
+
     def claim_next(self, agent: str, hint: str = "") -> Task | None:
         agent = normalise_agent_name(agent)
         if hint:

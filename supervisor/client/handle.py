@@ -26,7 +26,7 @@ from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.replies import TeamStatus
 from ipc.schemas import LEAD_NAME, Member, TeamConfig, TeammateTerminated
 from ipc.team_state import TeamState
-from ipc.wake import LazyWaker
+from ipc.wake import LazyWaker, on_call
 from supervisor.client import launcher
 
 Root = str | os.PathLike[str] | None
@@ -227,10 +227,17 @@ class TeamHandle:
             engine: EngineTeam = self.state.engine
             engine.signal(engine.ready_subject, msgspec.json.encode({"host": "", "ids": ids}))
             return
-        if not ids or launcher.supervisor_pid(self.paths) is None:
+        if not ids:
+            return
+        # The on-call teammate is rung first, straight from here (one hop); the supervisor
+        # hears of it and wakes others for the rest.
+        runtime = self.paths.existing_runtime_dir()
+        name = on_call(runtime) if runtime is not None else ""
+        rung = name if name and self._doorbell.wake(name) else ""
+        if launcher.supervisor_pid(self.paths) is None:
             return
         try:
-            self.call(control.TasksReady(id=control.new_id(), ids=ids), timeout=5)
+            self.call(control.TasksReady(id=control.new_id(), ids=ids, rung=rung), timeout=5)
         except AgentTeamsError:
             pass  # the teammates' fallback poll finds the task
 

@@ -188,20 +188,12 @@ def team_messages(team: TeamHandle, args: io.MessageQuery, actor: str) -> io.Tea
 
 @operation("task_create", io.TaskCreate, Task, writes=True)
 def task_create(team: TeamHandle, args: io.TaskCreate, actor: str) -> Task:
-    """Create a task; an idle teammate that can claim it is woken for it. With ``owner`` it
-    is that member's from the start, and the owner is told in its inbox and woken."""
+    """Create a task; an idle teammate that can claim it is woken for it (or ``owner`` told)."""
     blockers = [task_id(b) for b in args.blocked_by]
     for blocker in blockers:
         team.tasks.get(blocker)  # refuse before creating anything
-    return team.tasks.create(
-        args.subject,
-        args.description,
-        active_form=args.active_form,
-        metadata=args.metadata,
-        blocked_by=blockers,
-        owner=args.owner,
-        by=actor,
-    )
+    spec = (args.subject, args.description, args.active_form, args.metadata, blockers)
+    return team.tasks.create_many([spec], owner=args.owner, by=actor)[0]
 
 
 @operation("task_list", io.TaskQuery, io.TaskList)

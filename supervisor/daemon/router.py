@@ -5,10 +5,19 @@ wakes and in-memory messages down. A ready task wakes one idle teammate that was
 for a task a moment ago, with the task to claim: not every teammate. A ready task that finds
 no one idle waits for the next teammate to report idle: its last look for work may have
 come just before the task existed, and its idle report just after the task was routed.
+
+In a team of files the supervisor hands out claims (:attr:`Router.hand_out`): it claims the
+ready tasks for idle teammates itself, many in one locked pass, and each wake names a task
+that is already the teammate's. Hundreds of teammates then never queue on the task-list
+lock to claim, nor read the list to find work; ready tasks wait in order in :attr:`ready`
+until a teammate reports idle. The on-call teammate (:func:`ipc.wake.on_call`) is the
+exception: a creator rings it directly, and it claims the lowest claimable task itself.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,14 +27,22 @@ from typing import Protocol
 import zmq
 
 from ipc import control, link
+from ipc.errors import StorageError
 from ipc.schemas import LEAD_NAME
-from ipc.wake import LEAD_AGENT, Waker
+from ipc.storage import rewrite
+from ipc.tasks import TaskList
+from ipc.wake import LEAD_AGENT, ON_CALL, Waker
 from supervisor.daemon.child import Child
 from supervisor.daemon.reactor import Reactor
 
+log = logging.getLogger("agentteams.supervisor")
 CLAIM_WINDOW = 2.0  # a teammate woken for a task is not woken for another for this long
 UNROUTED_KEPT = 1024  # ready tasks remembered for the next idle teammate (oldest forgotten)
 UNROUTED_WINDOW = 2.0  # seconds such a task is remembered: the race it covers lasts ms
+READY_KEPT = 100_000  # ready tasks queued for hand-out (oldest forgotten: the poll finds them)
+HAND_OUT_ROUNDS = 4  # passes when handed tasks turn out taken already (claimed by others)
+
+HandOut = Callable[[list[tuple[str, str]]], list[tuple[str, str]]]
 
 
 class Roster(Protocol):
@@ -51,6 +68,19 @@ class Router:
         self.task_wakes = 0  # wakes sent for ready tasks, ever (the benchmarks count them)
         # A team on the engine: tasks made claimable here are told to the other hosts too.
         self.relay: Callable[[list[str]], None] | None = None
+        self.on_call = ""  # the idle teammate named in the on-call file (ipc.wake.on_call)
+        self.hand_out: HandOut | None = None  # claims tasks for teammates (a team of files)
+        self.ready: OrderedDict[str, None] = OrderedDict()  # ready tasks not yet handed out
+        # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
+        self.on_give_back: Callable[[str, str], object] = lambda task_id, name: None
+
+    def attach(self, roster: Roster, tasks: TaskList | None) -> None:
+        """The children to route to; ``tasks``: a task list of files whose claims are handed
+        out here (on the engine each teammate claims for itself, by compare-and-set)."""
+        self.roster = roster
+        if tasks is not None:
+            self.hand_out = tasks.hand_out
+            self.on_give_back = lambda task_id, name: tasks.release_owner(name)
 
     def open(self, name: str) -> None:
         """A link for agent ``name`` (kept across its restarts)."""
@@ -67,6 +97,8 @@ class Router:
             end.close()
         self.waker.forget(name)
         self.claiming.pop(name, None)
+        if name == self.on_call:
+            self._call_next()
 
     def push(self, name: str, text: str) -> bool:
         """An in-memory message down ``name``'s link; False if it is not connected."""
@@ -77,28 +109,92 @@ class Router:
         """Ring an agent's doorbell (the lead agent's, when it is the one)."""
         self.waker.wake(LEAD_AGENT if name == LEAD_NAME else name)
 
-    def route_tasks(self, ids: list[str], *, relay: bool = True) -> list[str]:
+    def route_tasks(self, ids: list[str], *, relay: bool = True, rung: str = "") -> list[str]:
         """Wake one idle teammate, not already woken for a task, per ready task, with the
-        task to claim (and, ``relay``, tell the other hosts of an engine team)."""
+        task to claim (and, ``relay``, tell the other hosts of an engine team). ``rung``: the
+        sender rang that teammate (the on-call one) for the first task itself."""
         if relay and self.relay is not None:
             self.relay(ids)
         if self.roster is None:
             return []
         now = time.monotonic()
-        idle = [
+        idle = self._idle(now)
+        woken: list[str] = []
+        if rung and ids and rung in idle:
+            idle.remove(rung)  # it looks for work now: it claims the lowest, this one or older
+            self.claiming[rung] = now
+            woken.append(rung)
+            self.task_wakes += 1
+            ids = ids[1:]
+        if self.hand_out is not None:
+            for task_id in ids:
+                self.ready[task_id] = None
+            while len(self.ready) > READY_KEPT:
+                self.ready.popitem(last=False)
+            woken += self._hand_out(idle, now)
+        else:
+            for task_id in ids:
+                name = idle.pop(0) if idle else None
+                if name is not None and self._wake_for(name, task_id):
+                    self.claiming[name] = now
+                    woken.append(name)
+                else:
+                    self._remember(task_id, now)
+        if woken or rung:
+            self._call_next()
+        return woken
+
+    def _hand_out(self, idle: list[str], now: float) -> list[str]:
+        """Claim queued ready tasks for ``idle`` teammates in one pass, and wake each with
+        its task; tasks someone else took meanwhile are dropped from the queue."""
+        assert self.hand_out is not None
+        idle = [n for n in idle if n in self.links]
+        woken: list[str] = []
+        for _ in range(HAND_OUT_ROUNDS):
+            if not idle or not self.ready:
+                break
+            pairs = list(zip(itertools.islice(self.ready, len(idle)), idle, strict=False))
+            for task_id, _name in pairs:
+                del self.ready[task_id]
+            handed = self.hand_out(pairs)
+            given = {name for _, name in handed}
+            idle = [n for n in idle if n not in given]
+            for task_id, name in handed:
+                if self._wake_for(name, task_id):
+                    self.claiming[name] = now
+                    woken.append(name)
+                else:  # cannot be told (its link is down): the task goes back for another
+                    self._give_back(task_id, name)
+        return woken
+
+    def _give_back(self, task_id: str, name: str) -> None:
+        log.warning("%s could not be told of task #%s; it goes back to the queue", name, task_id)
+        self.on_give_back(task_id, name)
+        self.ready[task_id] = None
+        self.ready.move_to_end(task_id, last=False)
+
+    def _idle(self, now: float) -> list[str]:
+        """Idle teammates not woken for a task a moment ago, in the order they are woken."""
+        assert self.roster is not None
+        return [
             c.name
             for c in self.roster.idle()
             if now - self.claiming.get(c.name, -CLAIM_WINDOW) >= CLAIM_WINDOW
         ]
-        woken: list[str] = []
-        for task_id in ids:
-            name = idle.pop(0) if idle else None
-            if name is not None and self._wake_for(name, task_id):
-                self.claiming[name] = now
-                woken.append(name)
-            else:
-                self._remember(task_id, now)
-        return woken
+
+    def _call_next(self) -> None:
+        """Name the next on-call teammate (or nobody) in the on-call file."""
+        idle = self._idle(time.monotonic()) if self.roster is not None else []
+        self._publish(idle[0] if idle else "")
+
+    def _publish(self, name: str) -> None:
+        if name == self.on_call:
+            return
+        self.on_call = name
+        try:
+            rewrite(self.runtime / ON_CALL, name.encode(), grow=False)
+        except StorageError:
+            self.on_call = ""  # nobody rings a teammate directly: wakes go through here
 
     def _wake_for(self, name: str, task_id: str) -> bool:
         end = self.links.get(name)
@@ -119,6 +215,10 @@ class Router:
         have been claimed since (the teammate looks and stays idle), so the wake does not
         hold the teammate back from the next task as a routed wake does."""
         now = time.monotonic()
+        if self.hand_out is not None:
+            if self.ready and self.roster is not None and name in {c.name for c in self.roster.idle()}:
+                self._hand_out([name], now)
+            return
         while self.unrouted and now - next(iter(self.unrouted.values())) > UNROUTED_WINDOW:
             self.unrouted.popitem(last=False)
         if self.unrouted and self.roster is not None and name in {c.name for c in self.roster.idle()}:
@@ -136,6 +236,10 @@ class Router:
                 self.roster.on_state(name, frame.state, frame.task)
                 if frame.state == "idle":
                     self._on_idle(name)
+                    if not self.on_call and name not in self.claiming:
+                        self._publish(name)
+                elif name == self.on_call:
+                    self._call_next()
             elif isinstance(frame, control.TasksReady):
                 self.route_tasks(frame.ids)
 

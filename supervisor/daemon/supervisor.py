@@ -7,8 +7,7 @@ subagents (their config entry, first message and result file) and bringing the t
 - :mod:`supervisor.daemon.children`: each agent's lifecycle, through
   :mod:`supervisor.daemon.processes` (the fork server, reaping) and
   :mod:`supervisor.daemon.team_files` (config, tasks, events);
-- :mod:`supervisor.daemon.router`: the links (hello, states and ready tasks from each agent)
-  and the doorbell, waking one idle teammate per ready task;
+- :mod:`supervisor.daemon.router`: the links and the doorbell; hands out ready tasks;
 - :mod:`supervisor.daemon.specs`: who is started and how, checked before anything is written;
 - :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
   arrival order, some later (a spawn when the teammate is ready), so commands queue;
@@ -117,7 +116,7 @@ class Supervisor:
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
         self.children = Children(seam, self.files, self.reactor, policy, wait_for_hello=self.zmq)
-        self.router.roster = self.children
+        self.router.attach(self.children, self.state.tasks if self.state.engine is None else None)
         self.outsiders = Outsiders(self.reactor, self.files)
         doorbell = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
         self.lead = LeadDesk(
@@ -262,7 +261,8 @@ class Supervisor:
         if isinstance(request, control.Status):
             self.control.answer(caller, self.status())
         elif isinstance(request, control.TasksReady):
-            self.control.answer(caller, control.WakeReply(woken=self.router.route_tasks(request.ids)))
+            woken = self.router.route_tasks(request.ids, rung=request.rung)
+            self.control.answer(caller, control.WakeReply(woken=woken))
         elif isinstance(request, control.Push):
             child = self.children.get(request.name)
             if not self.router.push(child.name, request.text):
