@@ -89,6 +89,7 @@ class AgentLoop(AgentRunner):
         self.budget_stop = ""  # why no turn may start: a budget is used up
         self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
         self.woke_ns = 0
+        self.reported = ""  # the idle state last reported to the supervisor
         self.halt = 0  # set from another thread (an in-process host): the exit code to stop with
 
     # ------------------------------------------------------------ inputs
@@ -187,6 +188,7 @@ class AgentLoop(AgentRunner):
                 is_prompt=message.from_ == LEAD_NAME and message.text == self.spawn_prompt,
             )
         if held:
+            self._give_back_handed()
             return None
         if self.ctx.background:
             # What its background subagents ask: answered by its mode, or passed on to the lead.
@@ -197,6 +199,7 @@ class AgentLoop(AgentRunner):
                 text = subagents.notification(finished, str(self.ctx.paths.subagent_result(finished.id)))
                 return Turn(kind="notification", text=text, content=finished.result)
         if time.monotonic() < self.resume_at:
+            self._give_back_handed()
             return None  # backing off after failed turns: messages yes, new work not yet
         hint = self.task_hints.popleft() if self.task_hints else ""
         if not hint and not self.look and self.ctx.channel.handed:
@@ -251,9 +254,26 @@ class AgentLoop(AgentRunner):
         if outcome.final_text:
             body.result = outcome.final_text[:4000]
         self.ctx.messenger.send_body(self.spec.agent_name, LEAD_NAME, body, color=self.spec.agent_color)
-        self.ctx.channel.state("idle")
+        self.reported = self._idle_state()
+        self.ctx.channel.state(self.reported)
         self.ctx.last_dm = self.ctx.completed = None
         self.idle = True
+
+    def _idle_state(self) -> str:
+        """What idleness to report: "held" (its budget is used up, or it backs off after failed
+        turns) keeps the supervisor from handing it tasks it would not start."""
+        return "held" if self.budget_stop or time.monotonic() < self.resume_at else "idle"
+
+    def _give_back_handed(self) -> None:
+        """Tasks handed to this agent while it cannot start them go back, for another."""
+        if not self.task_hints:
+            return
+        self.task_hints.clear()
+        self.reported = "held"
+        self.ctx.channel.state("held")  # before the tasks: the supervisor must not hand them back here
+        released = self.ctx.tasks.release_owner(self.spec.agent_name)
+        if released:
+            self.ctx.channel.tasks_ready(released)
 
     def handle(self, turn: Turn) -> TurnOutcome:
         self.idle = False
@@ -295,6 +315,9 @@ class AgentLoop(AgentRunner):
                 self._lock_busy(exc)
                 continue
             if turn is None and self.idle:
+                if self.reported != (state := self._idle_state()):
+                    self.reported = state  # held no longer (or now): the supervisor hears of it
+                    self.ctx.channel.state(state)
                 self.absorb(self.ctx.channel.wait(self._wait_timeout()))
                 continue
             if turn is not None:

@@ -164,7 +164,7 @@ def tables(results: dict[str, Any]) -> list[Table]:
         out.append(t)
     if "tasks" in results:
         t = Table(title="task create → claimed by an idle teammate (ms)")
-        for col in ("via", "teammates", "n", "p50", "p90", "p99", "max", "lost"):
+        for col in ("via", "teammates", "n", "p50", "p90", "p99", "max", "lost", "to wake p50", "claim p50"):
             t.add_column(col, justify="right" if col != "via" else "left")
         for r in results["tasks"]["rows"]:
             t.add_row(
@@ -176,6 +176,8 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 _ms(r["p99"]),
                 _ms(r["max"]),
                 str(r["lost"]),
+                _ms(r.get("to_wake_p50", float("nan"))),
+                _ms(r.get("claim_p50", float("nan"))),
             )
         out.append(t)
         t = Table(title="a burst of tasks into idle teammates")

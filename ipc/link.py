@@ -37,7 +37,7 @@ class Hello(msgspec.Struct, tag=True):
 class State(msgspec.Struct, tag=True):
     """Agent → supervisor: the loop went idle or started working."""
 
-    state: Literal["running", "idle"]
+    state: Literal["running", "idle", "held"]  # held: idle, but it takes no task now
     task: str = ""
 
 

@@ -146,10 +146,10 @@ class Roster:
     def on_hello(self, name: str) -> None:
         pass
 
-    def on_state(self, name: str, state: str, task: str) -> None:
-        if state == "idle" and name not in self.idle_names:
+    def on_state(self, name: str, state: str, task: str) -> None:  # as the children's: held is idle
+        if state != "running" and name not in self.idle_names:
             self.idle_names.append(name)
-        if state != "idle" and name in self.idle_names:
+        if state == "running" and name in self.idle_names:
             self.idle_names.remove(name)
 
 
@@ -228,6 +228,19 @@ def test_the_on_call_teammate_rung_by_a_creator_is_not_woken_again(
     assert claimed == [("6", "bob")], "ann claims for herself: only 6 is handed out"
     assert agents["ann"].receive() == [] and frames_to(agents["bob"]) == [link.Wake(task="6")]
     assert on_call(tmp_path) == "", "no one idle is left to be on call"
+
+
+def test_a_teammate_held_by_its_budget_or_back_off_is_handed_nothing_until_idle(
+    handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]],
+) -> None:
+    router, roster, agents, claimed = handing
+    said(router, agents["ann"], "ann", link.State(state="held"))
+    said(router, agents["bob"], "bob", link.State(state="idle"))
+    assert router.route_tasks(["1", "2"], relay=False) == ["bob"]
+    assert claimed == [("1", "bob")] and list(router.ready) == ["2"]
+    assert agents["ann"].receive() == []
+    said(router, agents["ann"], "ann", link.State(state="idle"))  # its hold is over
+    assert frames_to(agents["ann"]) == [link.Wake(task="2")] and claimed[-1] == ("2", "ann")
 
 
 # ---------------------------------------------------------------- end to end

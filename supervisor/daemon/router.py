@@ -71,6 +71,7 @@ class Router:
         self.on_call = ""  # the idle teammate named in the on-call file (ipc.wake.on_call)
         self.hand_out: HandOut | None = None  # claims tasks for teammates (a team of files)
         self.ready: OrderedDict[str, None] = OrderedDict()  # ready tasks not yet handed out
+        self.held: set[str] = set()  # idle teammates that take no task now (budget, back-off)
         # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
         self.on_give_back: Callable[[str, str], object] = lambda task_id, name: None
 
@@ -97,6 +98,7 @@ class Router:
             end.close()
         self.waker.forget(name)
         self.claiming.pop(name, None)
+        self.held.discard(name)
         if name == self.on_call:
             self._call_next()
 
@@ -179,7 +181,7 @@ class Router:
         return [
             c.name
             for c in self.roster.idle()
-            if now - self.claiming.get(c.name, -CLAIM_WINDOW) >= CLAIM_WINDOW
+            if now - self.claiming.get(c.name, -CLAIM_WINDOW) >= CLAIM_WINDOW and c.name not in self.held
         ]
 
     def _call_next(self) -> None:
@@ -234,11 +236,15 @@ class Router:
             elif isinstance(frame, link.State):
                 self.claiming.pop(name, None)
                 self.roster.on_state(name, frame.state, frame.task)
+                if frame.state == "held":
+                    self.held.add(name)
+                else:
+                    self.held.discard(name)
                 if frame.state == "idle":
                     self._on_idle(name)
                     if not self.on_call and name not in self.claiming:
                         self._publish(name)
-                elif name == self.on_call:
+                elif name == self.on_call or frame.state == "held":
                     self._call_next()
             elif isinstance(frame, control.TasksReady):
                 self.route_tasks(frame.ids)
