@@ -75,11 +75,12 @@ class Router:
         # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
         self.on_give_back: Callable[[str, str], object] = lambda task_id, name: None
 
-    def attach(self, roster: Roster, tasks: TaskList | None) -> None:
-        """The children to route to; ``tasks``: a task list of files whose claims are handed
-        out here (on the engine each teammate claims for itself, by compare-and-set)."""
+    def attach(self, roster: Roster, tasks: TaskList, *, hand_out: bool) -> None:
+        """The children to route to, and whether claims of ``tasks`` are handed out here (a
+        team of files woken by ZeroMQ; on the engine each teammate claims for itself, by
+        compare-and-set, and with ``--wake poll`` each finds its work by reading the list)."""
         self.roster = roster
-        if tasks is not None:
+        if hand_out:
             self.hand_out = tasks.hand_out
             self.on_give_back = lambda task_id, name: tasks.release_owner(name)
 

@@ -116,7 +116,7 @@ class Supervisor:
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period
         )
         self.children = Children(seam, self.files, self.reactor, policy, wait_for_hello=self.zmq)
-        self.router.attach(self.children, self.state.tasks if self.state.engine is None else None)
+        self.router.attach(self.children, self.state.tasks, hand_out=self.zmq and self.state.engine is None)
         self.outsiders = Outsiders(self.reactor, self.files)
         doorbell = WakeListener(self.ctx, self.runtime, LEAD_NAME) if self.zmq else None
         self.lead = LeadDesk(
