@@ -31,14 +31,14 @@ class TaskReads:
         self._cache: dict[str, tuple[FileKey, Task]] = {}
         self.window = TaskWindow(self.dir, self._read_or_gone, self._highwatermark, self._forget)
 
-    def task_path(self, task_id: str) -> Path:
+    def _task_path(self, task_id: str) -> Path:
         path = self._paths.get(task_id)
         if path is None:
             path = self._paths[task_id] = self.paths.task(task_id)
         return path
 
     def _read(self, task_id: str) -> Task:
-        path = self.task_path(task_id)
+        path = self._task_path(task_id)
         key = file_key(path)
         if key is None:
             raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")

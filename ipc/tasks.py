@@ -116,7 +116,7 @@ class TaskList(TaskReads):
         return TaskGraph(self.team, self._get_or_none)
 
     def _write(self, guard: Guard, task: Task) -> None:
-        path = self.task_path(task.id)
+        path = self._task_path(task.id)
         guard.also(path)  # Claude Code's per-task lock, in a Claude Code root
         data = read_bytes(path)
         if data is None:
@@ -336,8 +336,8 @@ class TaskList(TaskReads):
             # the file is gone only the mark remembers the id, so raise it first.
             if self._highwatermark() < int(task_id):
                 rewrite(self.mark_path, task_id.encode(), grow=False)
-            guard.also(self.task_path(task_id))
-            os.unlink(self.task_path(task_id))
+            guard.also(self._task_path(task_id))
+            os.unlink(self._task_path(task_id))
             self._cache.pop(task_id, None)
         self._ready(unblocked)
         return unblocked
