@@ -31,7 +31,7 @@ from msgspec import UNSET
 
 from ipc import task_edit
 from ipc.clock import now_iso
-from ipc.errors import InvalidInput
+from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
@@ -401,13 +401,18 @@ class TaskList(TaskReads):
     def hand_out(self, pairs: builtins.list[tuple[str, str]]) -> builtins.list[tuple[str, str]]:
         """Claim each task for its agent, ``(task id, agent)``, in one locked pass (the
         supervisor hands out claims, so hundreds of idle teammates do not queue on the lock);
-        the pairs claimed. A task no longer claimable is skipped."""
+        the pairs claimed. A task no longer claimable is skipped; only the list's own lock
+        raises (nothing written): a crowded per-task lock (Claude Code's) ends the pass with what
+        it did, and the rest is left to the teammates' own look."""
         done: builtins.list[tuple[str, str]] = []
         with self._locked() as guard:
             for task_id, agent in pairs:
                 task = self._get_or_none(task_id)
                 if task is not None and self.is_claimable(task):
-                    self._write(guard, msgspec.structs.replace(task, owner=agent, status="in_progress"))
+                    try:
+                        self._write(guard, msgspec.structs.replace(task, owner=agent, status="in_progress"))
+                    except AgentTeamsError:
+                        break
                     done.append((task_id, agent))
         return done
 

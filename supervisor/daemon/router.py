@@ -27,7 +27,7 @@ from typing import Protocol
 import zmq
 
 from ipc import control, link
-from ipc.errors import StorageError
+from ipc.errors import AgentTeamsError, StorageError
 from ipc.schemas import LEAD_NAME
 from ipc.storage import rewrite
 from ipc.tasks import TaskList
@@ -41,6 +41,7 @@ UNROUTED_KEPT = 1024  # ready tasks remembered for the next idle teammate (oldes
 UNROUTED_WINDOW = 2.0  # seconds such a task is remembered: the race it covers lasts ms
 READY_KEPT = 100_000  # ready tasks queued for hand-out (oldest forgotten: the poll finds them)
 HAND_OUT_ROUNDS = 4  # passes when handed tasks turn out taken already (claimed by others)
+RETRY_SECONDS = 0.05  # before a hand-out that met a crowded task-list lock is tried again
 
 HandOut = Callable[[list[tuple[str, str]]], list[tuple[str, str]]]
 
@@ -72,6 +73,7 @@ class Router:
         self.hand_out: HandOut | None = None  # claims tasks for teammates (a team of files)
         self.ready: OrderedDict[str, None] = OrderedDict()  # ready tasks not yet handed out
         self.held: set[str] = set()  # idle teammates that take no task now (budget, back-off)
+        self.retrying = False  # a hand-out that met a crowded lock is tried again soon
         # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
         self.on_give_back: Callable[[str, str], object] = lambda task_id, name: None
 
@@ -157,9 +159,16 @@ class Router:
             if not idle or not self.ready:
                 break
             pairs = list(zip(itertools.islice(self.ready, len(idle)), idle, strict=False))
+            try:
+                handed = self.hand_out(pairs)
+            except AgentTeamsError as exc:  # the list's lock crowded past our timeout: again soon
+                log.warning("handing out tasks: %s; trying again shortly", exc.message)
+                if not self.retrying:
+                    self.retrying = True
+                    self.reactor.call_later(RETRY_SECONDS, self._retry)
+                break
             for task_id, _name in pairs:
                 del self.ready[task_id]
-            handed = self.hand_out(pairs)
             given = {name for _, name in handed}
             idle = [n for n in idle if n not in given]
             for task_id, name in handed:
@@ -169,6 +178,14 @@ class Router:
                 else:  # cannot be told (its link is down): the task goes back for another
                     self._give_back(task_id, name)
         return woken
+
+    def _retry(self) -> None:
+        self.retrying = False
+        if self.ready and self.roster is not None:
+            now = time.monotonic()
+            woken = self._hand_out(self._idle(now), now)
+            if woken and self.on_call in woken:
+                self._call_next()
 
     def _give_back(self, task_id: str, name: str) -> None:
         log.warning("%s could not be told of task #%s; it goes back to the queue", name, task_id)
