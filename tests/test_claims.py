@@ -19,6 +19,7 @@ from typing import cast
 import pytest
 
 from ipc import TaskList, link
+from ipc.errors import LockTimeout
 from ipc.locks import locked
 from ipc.paths import TeamPaths
 from ipc.poller import close_context, context
@@ -79,7 +80,7 @@ def test_a_kill_mid_rewrite_never_leaves_a_task_file_unreadable(root: Path, team
     for i in range(6):
         tl.create(f"task {i + 1}", "d" * 200)
     rng = random.Random(7)
-    for r in range(25):
+    for r in range(20):
         pids = []
         for w in range(3):
             pid = os.fork()
@@ -241,6 +242,32 @@ def test_a_teammate_held_by_its_budget_or_back_off_is_handed_nothing_until_idle(
     assert agents["ann"].receive() == []
     said(router, agents["ann"], "ann", link.State(state="idle"))  # its hold is over
     assert frames_to(agents["ann"]) == [link.Wake(task="2")] and claimed[-1] == ("2", "ann")
+
+
+def test_a_hand_out_that_meets_a_crowded_lock_keeps_its_tasks_and_tries_again(
+    handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]],
+) -> None:
+    router, roster, agents, claimed = handing
+    assert router.hand_out is not None
+    works = router.hand_out
+    crowded = [True]
+
+    def hand_out(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        if crowded.pop() if crowded else False:
+            raise LockTimeout("timed out waiting for lock tasks/t/.lock")
+        return works(pairs)
+
+    router.hand_out = hand_out
+    roster.idle_names.append("ann")
+    assert router.route_tasks(["4"], relay=False) == []
+    assert list(router.ready) == ["4"] and claimed == [], "kept, nothing claimed"
+
+    def retried() -> bool:
+        router.reactor.run_once(0.05)  # the retry's timer
+        return bool(claimed)
+
+    wait_for(retried, 5)
+    assert claimed == [("4", "ann")] and frames_to(agents["ann"]) == [link.Wake(task="4")]
 
 
 # ---------------------------------------------------------------- end to end
