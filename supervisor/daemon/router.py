@@ -189,7 +189,11 @@ class Router:
 
     def _give_back(self, task_id: str, name: str) -> None:
         log.warning("%s could not be told of task #%s; it goes back to the queue", name, task_id)
-        self.on_give_back(task_id, name)
+        try:
+            self.on_give_back(task_id, name)
+        except AgentTeamsError as exc:  # it stays that teammate's: its next look finds it
+            log.warning("task #%s stays %s's: %s", task_id, name, exc.message)
+            return
         self.ready[task_id] = None
         self.ready.move_to_end(task_id, last=False)
 
@@ -262,6 +266,8 @@ class Router:
                     self._on_idle(name)
                     if not self.on_call and name not in self.claiming:
                         self._publish(name)
+                    elif name == self.on_call and name in self.claiming:
+                        self._call_next()  # it was handed a task: someone else is on call
                 elif name == self.on_call or frame.state == "held":
                     self._call_next()
             elif isinstance(frame, control.TasksReady):
