@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from msgspec import UNSET
 
 from ipc import TaskList, link
 from ipc.errors import LockTimeout
@@ -127,6 +128,25 @@ def test_a_new_task_file_is_made_from_a_spare_and_no_spare_outlives_its_process(
     names = os.listdir(root / "tasks" / team)
     assert not [n for n in names if n.startswith(".spare.") or n.endswith(".tmp")], names
     assert sorted(n for n in names if n.endswith(".json")) == ["1.json", "2.json", "3.json"]
+
+
+def test_hand_out_claims_in_one_pass_only_what_is_claimable(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    for name in ("free", "taken", "blocked", "failed", "also free"):
+        tl.create(name)
+    tl.claim("2", "bob")
+    tl.update("3", add_blocked_by=["1"])
+    tl.update("4", metadata={"lastError": "turn failed"})
+    pairs = [("1", "alice"), ("2", "alice"), ("3", "bob"), ("4", "bob"), ("5", "bob")]
+    assert tl.hand_out(pairs) == [("1", "alice"), ("5", "bob")]
+    assert [(t.id, t.owner, t.status) for t in tl.list() if t.id in ("1", "5")] == [
+        ("1", "alice", "in_progress"),
+        ("5", "bob", "in_progress"),
+    ]
+    assert tl.get("2").owner == "bob" and tl.get("3").owner is UNSET and tl.get("4").owner is UNSET
+    before = (root / "tasks" / team / "1.json").stat().st_mtime_ns
+    assert tl.claim_next("alice", hint="1") == tl.get("1"), "a task handed to alice is hers"
+    assert (root / "tasks" / team / "1.json").stat().st_mtime_ns == before, "taken without a write"
 
 
 # ---------------------------------------------------------------- the supervisor hands out claims
