@@ -54,6 +54,19 @@ def _wait(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> N
         time.sleep(interval)
 
 
+def _status(team: Team, timeout: float = 120.0) -> Any:
+    """The supervisor's status, asked again while it is too busy to answer in time: with a
+    thousand teammates runnable on 2 cores it may not get the CPU for longer than one ask."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return team.status()
+        except AgentTeamsError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def _completed(team: Team) -> int:
     return sum(1 for t in team.tasks.list() if t.status == "completed")
 
@@ -110,7 +123,7 @@ def measure(
             row["supervisor_cpu_s_spawning"] = _cpu(sup) - cpu0
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not become idle", 0.5)
             time.sleep(settle)
-            mates = team.status().teammates
+            mates = _status(team).teammates
             procs = [psutil.Process(m.pid) for m in mates if m.pid]
             sample = random.Random(1).sample(procs, min(USS_SAMPLE, len(procs)))
             uss = [p.memory_full_info().uss for p in sample]
@@ -122,7 +135,7 @@ def measure(
 
             # A burst of trivial tasks, and messages into the team while it works through them.
             spans: list[trace.Span] = []
-            before, cpu0 = team.status().task_wakes, _cpu(sup)
+            before, cpu0 = _status(team).task_wakes, _cpu(sup)
             # Few and far apart: each is a turn (and a reply) that the burst would otherwise not pay.
             few = max(1, samples // 3)
             sender = threading.Thread(target=_latency, args=(team, mates[-1].name, few, spans, BUSY_PAUSE))
@@ -142,7 +155,7 @@ def measure(
                 if task.status == "pending":
                     with contextlib.suppress(AgentTeamsError):  # a lock a crowd holds: leave that one
                         team.tasks.delete(task.id)
-            row["wakes_per_task"] = (team.status().task_wakes - before) / burst
+            row["wakes_per_task"] = (_status(team).task_wakes - before) / burst
             row["supervisor_cpu_pct_burst"] = 100 * (_cpu(sup) - cpu0) / seconds
             latency = percentiles([s.latency_ms for s in spans])
             row["send_turn_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
@@ -290,24 +303,34 @@ PANELS = (
 
 
 def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
-    rows = [r for r in result["rows"] if "skipped" not in r]
+    # A size that failed part-way still has what it measured before (its "partial" row).
+    rows = [
+        r if "skipped" not in r else {**r.get("partial", {}), "teammates": r["teammates"]}
+        for r in result["rows"]
+    ]
+    rows = [r for r in rows if "spawn_ms_per_teammate" in r]
     if not rows:
         return None
     fig, axes = plt.subplots(3, 3, figsize=(14, 10))
     sizes = [r["teammates"] for r in rows]
+
+    def line(ax: Any, value: Any, **style: Any) -> None:
+        points = [(r["teammates"], value(r)) for r in rows if value(r) is not None]
+        ax.plot([p[0] for p in points], [p[1] for p in points], **style)
+
     for ax, (key, title) in zip(axes.flat, PANELS, strict=True):
         if key == "send_turn":
-            ax.plot(sizes, [r["send_turn_ms"]["p50"] for r in rows], marker="o", label="busy")
-            ax.plot(sizes, [r["send_turn_idle_ms"]["p50"] for r in rows], marker="s", label="idle")
+            line(ax, lambda r: r.get("send_turn_ms", {}).get("p50"), marker="o", label="busy")
+            line(ax, lambda r: r.get("send_turn_idle_ms", {}).get("p50"), marker="s", label="idle")
             ax.set_yscale("log")
             ax.legend(fontsize=7)
         elif key == "ps":
-            ax.plot(sizes, [r["ps_s"] for r in rows], marker="o", label="40 rows")
-            ax.plot(sizes, [r["ps_all_s"] for r in rows], marker="s", label="every row")
+            line(ax, lambda r: r.get("ps_s"), marker="o", label="40 rows")
+            line(ax, lambda r: r.get("ps_all_s"), marker="s", label="every row")
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
         else:
-            ax.plot(sizes, [r[key] for r in rows], marker="o")
+            line(ax, lambda r, key=key: r.get(key), marker="o")
             ax.set_ylim(bottom=0)
         ax.set_xscale("log", base=2)
         ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
