@@ -35,6 +35,7 @@ from ipc.schemas import Task
 from ipc.storage import file_key
 
 SWEEP_EVERY = 30.0
+CATCH_UP = 64  # tasks behind the newest past which a walk takes (and leaves) the shared prefix
 TASK_FILE = re.compile(r"^([0-9]{1,12})\.json$")
 HINT = ".agentteams-completed"  # no .json: Claude Code and peers list only {id}.json here
 _MARGIN_NS = 2_000_000_000  # clocks and mtimes are coarse
@@ -96,6 +97,9 @@ class TaskWindow:
         if time.monotonic() - self._swept >= SWEEP_EVERY:
             self._sweep()
         self.find_top()
+        if self.top - self.through > CATCH_UP:
+            self._catch_up()
+        start = self.through
         front = True
         for n in range(self.through + 1, self.top + 1):
             try:
@@ -111,6 +115,21 @@ class TaskWindow:
             front = False
             if task is not None:
                 yield task
+        if self.through - start > CATCH_UP:
+            self._write_hint()  # others that fell behind (idle through a burst) take it
+
+    def _catch_up(self) -> None:
+        """Far behind the newest task (idle while a burst was handed out and done): take the
+        shared prefix if it is further on, rather than read every task of the burst. Taken
+        with the time of the sweep it continues, so the next sweep covers what changed since."""
+        hint = self._hint()
+        if hint is None or hint.through <= self.through:
+            return
+        for n in range(self.through + 1, hint.through + 1):
+            self._forget(str(n))
+        self.through = hint.through
+        if hint.swept_ns < self._swept_ns:
+            self._take(hint)  # an older sweep: ours must look back as far as it does
 
     def reopened(self, task: Task) -> None:
         """A task this process wrote: if it is open and behind the prefix, the prefix moves

@@ -149,6 +149,27 @@ def test_hand_out_claims_in_one_pass_only_what_is_claimable(root: Path, team: st
     assert (root / "tasks" / team / "1.json").stat().st_mtime_ns == before, "taken without a write"
 
 
+def test_a_teammate_idle_through_a_burst_takes_the_shared_prefix_not_every_task(
+    root: Path, team: str
+) -> None:
+    idle, worker = TaskList(root, team), TaskList(root, team)
+    assert idle.claim_next("alice") is None  # its look at its start
+    worker.create_many([(f"t{i}", "", None, None, []) for i in range(100)])
+    for task_id in worker.hand_out([(str(i), "bob") for i in range(1, 101)]):
+        worker.update(task_id[0], status="completed", by="bob")  # handed out and done: no look
+    assert worker.claim_next("bob") is None and worker.window.through == 100  # one look, shared
+    reads: list[str] = []
+    read = idle.window._read
+
+    def counted(task_id: str) -> Task | None:
+        reads.append(task_id)
+        return read(task_id)
+
+    idle.window._read = counted
+    assert idle.claim_next("alice") is None
+    assert idle.window.through == 100 and reads == [], "the prefix was taken, no task read"
+
+
 # ---------------------------------------------------------------- the supervisor hands out claims
 
 
