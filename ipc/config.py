@@ -299,6 +299,15 @@ class TeamConfigStore:
 
         return self._mutate(update)
 
+    def set_active(self, name: str, active: bool) -> bool:
+        """``isActive`` as Claude Code keeps it: true while the member works on a turn, false
+        when idle. Written only when it changes, so an idle team writes nothing; True if written."""
+        member = self.config_member(name)
+        if member is None or member.is_active is active:
+            return False
+        self.update_member(name, is_active=active)
+        return True
+
     def remove_member(self, name: str) -> Member | None:
         """Remove a terminated teammate; returns it, or None if it was not there."""
         target = normalise_agent_name(name)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from ipc import operations as io
 from ipc import subagents
 from ipc.errors import AgentTeamsError, InvalidInput, NotRunning
-from ipc.replies import SubagentResult
-from ipc.schemas import LEAD_NAME
+from ipc.replies import SubagentResult, TeammateStatus
+from ipc.schemas import LEAD_NAME, Member
 from ipc.wake import LEAD_AGENT
 from supervisor.client.handle import TeamHandle
 
@@ -34,13 +34,23 @@ def member_infos(team: TeamHandle) -> list[io.MemberInfo]:
                 model=m.model_name,
                 color=m.color_name,
                 backend=m.backend_type if isinstance(m.backend_type, str) else "",
-                active=m.is_active if isinstance(m.is_active, bool) else None,
+                active=_alive(m, live),
                 state=live.state if live else "",
                 pid=live.pid if live else None,
                 task=live.task if live else "",
             )
         )
     return infos
+
+
+def _alive(member: Member, live: TeammateStatus | None) -> bool | None:
+    """Whether its process (or MCP session) runs: the supervisor's word when it has one.
+    ``isActive`` says whether it works on a turn; it stands in only where no supervisor of
+    ours knows the member (a team of Claude Code's own, a member on another host, a team
+    that is down)."""
+    if live is not None:
+        return live.pid is not None
+    return member.is_active if isinstance(member.is_active, bool) else None
 
 
 def to_background(team: TeamHandle, subagent: str) -> SubagentResult:

@@ -44,11 +44,14 @@ class TeamFiles:
             log.error("could not record that %s in config.json: %s", what, exc.message)
 
     def started(self, spec: LaunchSpec, pid: int) -> None:
+        """A teammate starts on its prompt: active until it goes idle and marks itself so. A
+        ``claude`` teammate keeps its own ``isActive``, as Claude Code does."""
         if spec.role == "teammate":
+            active = {} if spec.runs_claude else {"is_active": True}
             self._config(
                 f"{spec.agent_name} started",
                 lambda: self.config.update_member(
-                    spec.agent_name, tmux_pane_id=self.handle(spec, pid), is_active=True
+                    spec.agent_name, tmux_pane_id=self.handle(spec, pid), **active
                 ),
             )
 

@@ -1,0 +1,63 @@
+"""``isActive`` as Claude Code keeps it: true while a teammate works on a turn, false once it
+is idle; whether it is alive is the supervisor's to say, as ``ps`` and the member listing do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ipc import operations as io
+from ipc.config import TeamConfigStore
+from ipc.schemas import LEAD_NAME
+from supervisor import Team
+from supervisor.client.operations import list_members
+from tests.runtime_helpers import running_team, wait_for
+
+
+def is_active(root: Path, name: str) -> object:
+    """What config.json itself says (absent: None)."""
+    config = json.loads((root / "teams" / "t" / "config.json").read_text())
+    return next(m for m in config["members"] if m["name"] == name).get("isActive")
+
+
+def listed_alive(team: Team, name: str) -> bool | None:
+    members = list_members(team, io.NoInput(), LEAD_NAME).members
+    return next(m for m in members if m.name == name).active
+
+
+@pytest.mark.parametrize("mode", ["process", "in-process"])
+def test_is_active_while_working_false_once_idle_and_alive_all_along(root: Path, mode: str) -> None:
+    go = root / "go"
+    with running_team(root, teammate_mode=mode) as team:
+        team.spawn("alice", prompt="")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
+        assert wait_for(lambda: is_active(root, "alice") is False)
+        assert listed_alive(team, "alice") is True  # idle, not gone
+        task = team.tasks.create("wait", metadata={"command": f"while [ ! -e {go} ]; do sleep 0.05; done"})
+        team.wake("*")
+        wait_for(lambda: team.tasks.get(task.id).status == "in_progress")
+        assert wait_for(lambda: is_active(root, "alice") is True)
+        assert listed_alive(team, "alice") is True
+        go.touch()
+        wait_for(lambda: team.tasks.get(task.id).status == "completed")
+        assert wait_for(
+            lambda: is_active(root, "alice") is False and team.status().teammates[0].state == "idle"
+        )
+        # Idle and still alive, wherever one looks.
+        assert listed_alive(team, "alice") is True
+        mate = team.ps().teammates[0]
+        assert mate.name == "alice" and mate.pid is not None
+
+
+def test_set_active_writes_only_a_change(root: Path) -> None:
+    store = TeamConfigStore(root, "t")
+    store.create()
+    store.add_member("alice")
+    path = root / "teams" / "t" / "config.json"
+    assert store.set_active("alice", True) is True
+    assert json.loads(path.read_text())["members"][1]["isActive"] is True
+    assert store.set_active("alice", True) is False  # already so: nothing written
+    assert store.set_active("alice", False) is True and store.set_active("alice", False) is False
+    assert store.set_active("nobody", True) is False
