@@ -253,7 +253,8 @@ def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
 
 def elsewhere(team: TeamHandle, tree: TeamTree) -> None:
     """In a team on the engine, the members that run on other hosts: their host, whether
-    they are active, their task (their processes are that host's to show)."""
+    they work on a turn now (``isActive``: "active", else "inactive"), their task (their
+    processes, and whether they are alive, are that host's to show)."""
     if team.state.engine is None:
         return
     tree.host = team.host
@@ -270,7 +271,7 @@ def elsewhere(team: TeamHandle, tree: TeamTree) -> None:
         tree.teammates.append(
             MateTree(
                 name=member.name,
-                state="active" if member.is_active is not False else "inactive",
+                state="active" if member.is_active is True else "inactive",
                 pid=None,
                 restarts=0,
                 unread=_unread(team, member.name),

@@ -27,7 +27,6 @@ from supervisor.daemon import lead_inbox
 from supervisor.daemon.children import Children
 from supervisor.daemon.reactor import Reactor
 from supervisor.daemon.router import Router
-from supervisor.daemon.states import TeammateState
 from supervisor.daemon.team_files import TeamFiles
 
 log = logging.getLogger("agentteams.supervisor")
@@ -182,9 +181,8 @@ class LeadDesk:
             # read later); without links, or for Claude Code, the notification is the news.
             if self.doorbell is None or (child is not None and child.spec.runs_claude):
                 children.on_idle_notification(action.name)
-            child = children.by_name.get(action.name)
-            if child is not None and child.state != TeammateState.STOPPING:
-                self.files.inactive(action.name)
+            # isActive is the teammate's own to write (a notification read late must not
+            # unmark the turn it has started since).
         elif isinstance(action, lead_inbox.ExitApproved):
             children.on_shutdown_approved(action.name, action.request_id)
         elif isinstance(action, lead_inbox.ExitRejected):
