@@ -258,17 +258,6 @@ class AgentLoop(AgentRunner):
         self.ctx.channel.state(self.reported)
         self.ctx.last_dm = self.ctx.completed = None
         self.idle = True
-        self.mark_active(False)
-
-    def mark_active(self, active: bool) -> None:
-        """``isActive`` in the config, as Claude Code's teammates keep it: true from a turn's
-        start until the teammate goes idle. A config it cannot write costs the mark, not the turn."""
-        if self.spec.role != "teammate":
-            return
-        try:
-            self.ctx.state.config.set_active(self.spec.agent_name, active)
-        except AgentTeamsError as exc:
-            log.warning("%s: could not mark isActive %s: %s", self.spec.agent_name, active, exc.message)
 
     def _idle_state(self) -> str:
         """What idleness to report: "held" (its budget is used up, or it backs off after failed
@@ -288,7 +277,6 @@ class AgentLoop(AgentRunner):
 
     def handle(self, turn: Turn) -> TurnOutcome:
         self.idle = False
-        self.mark_active(True)
         self.ctx.channel.state("running", turn.task_id)
         outcome = self.take_turn(turn)
         if outcome.budget_reached:
@@ -316,12 +304,6 @@ class AgentLoop(AgentRunner):
         return min(backing_off, self.spec.fallback_poll) if backing_off > 0 else None
 
     def run(self) -> int:
-        try:
-            return self._run()
-        finally:
-            self.mark_active(False)  # however it ends, it works no more
-
-    def _run(self) -> int:
         self.hello()
         outcome = TurnOutcome()
         while True:

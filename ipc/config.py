@@ -299,14 +299,25 @@ class TeamConfigStore:
 
         return self._mutate(update)
 
-    def set_active(self, name: str, active: bool) -> bool:
-        """``isActive`` as Claude Code keeps it: true while the member works on a turn, false
-        when idle. Written only when it changes, so an idle team writes nothing; True if written."""
-        member = self.config_member(name)
-        if member is None or member.is_active is active:
-            return False
-        self.update_member(name, is_active=active)
-        return True
+    def set_active(self, marks: dict[str, bool]) -> list[str]:
+        """``isActive`` as Claude Code keeps it: true while a member works on a turn, false
+        when idle. Every change in one locked write, and no write when nothing changes (an
+        idle team writes nothing); the members whose mark changed."""
+        wanted = {normalise_agent_name(name): active for name, active in marks.items()}
+        current = self.read()
+        if all(m.is_active is wanted.get(m.name, m.is_active) for m in current.members):
+            return []
+
+        def mark(config: TeamConfig) -> list[str]:
+            changed = []
+            for i, member in enumerate(config.members):
+                active = wanted.get(member.name, member.is_active)
+                if member.is_active is not active:
+                    config.members[i] = msgspec.structs.replace(member, is_active=active)
+                    changed.append(member.name)
+            return changed
+
+        return self._mutate(mark)
 
     def remove_member(self, name: str) -> Member | None:
         """Remove a terminated teammate; returns it, or None if it was not there."""

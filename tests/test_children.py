@@ -98,6 +98,9 @@ class Port:
     def inactive(self, name: str) -> None:
         self.parked.append(name)
 
+    def activity(self, name: str, active: bool) -> None:
+        pass
+
     def terminated(self, event: TeammateTerminated) -> None:
         self.events.append(event)
 

@@ -75,8 +75,11 @@ def test_set_active_writes_only_a_change(root: Path) -> None:
     store.create()
     store.add_member("alice")
     path = root / "teams" / "t" / "config.json"
-    assert store.set_active("alice", True) is True
-    assert json.loads(path.read_text())["members"][1]["isActive"] is True
-    assert store.set_active("alice", True) is False  # already so: nothing written
-    assert store.set_active("alice", False) is True and store.set_active("alice", False) is False
-    assert store.set_active("nobody", True) is False
+    store.add_member("bob")
+    assert store.set_active({"alice": True, "bob": True}) == ["alice", "bob"]
+    assert [m["isActive"] for m in json.loads(path.read_text())["members"][1:]] == [True, True]
+    written = path.stat().st_mtime_ns, path.stat().st_ino
+    assert store.set_active({"alice": True}) == []  # already so: nothing written
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == written
+    assert store.set_active({"alice": False, "bob": True}) == ["alice"]
+    assert store.set_active({"nobody": True}) == []

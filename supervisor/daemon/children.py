@@ -149,6 +149,8 @@ class Children:
             return
         child.to(S.RUNNING if state == "running" else S.IDLE)
         child.task = task if state == "running" else ""
+        if not child.spec.runs_claude:  # Claude Code marks its own
+            self.port.activity(name, state == "running")
         if self.stopping_all and state == "running" and self._stops_by_signal(child):
             self.force_stop(child, self._down_grace)  # it took work instead of the request
 
@@ -158,6 +160,8 @@ class Children:
         if child is not None and child.state in (S.STARTING, S.RUNNING):
             child.to(S.IDLE)
             child.task = ""
+            if not child.spec.runs_claude:
+                self.port.activity(name, False)
 
     # ------------------------------------------------------------ stopping
 

@@ -108,7 +108,7 @@ class Supervisor:
         self.threads = InProcess(self.reactor, self.runtime, self.paths.root, self.team)
         self.threads.on_exit = self.panes.on_exit
         seam = Backends(self.processes, self.panes, self.threads)
-        self.files = TeamFiles(self.state, self.router, seam.handle)
+        self.files = TeamFiles(self.state, self.router, seam.handle, self.reactor.call_later)
         self.panes.closed = self.files.pane_closed
         self.processes.issue_key = self.files.issue_key
         self._ensure_lead_key()

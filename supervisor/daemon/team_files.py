@@ -19,6 +19,8 @@ from supervisor.daemon.router import Router
 
 log = logging.getLogger("agentteams.supervisor")
 
+MARK_EVERY = 0.05  # s: isActive marks heard within this are written together
+
 
 class TeamFiles:
     """A config.json that does not parse (a hand edit, another program) is logged, never
@@ -30,12 +32,15 @@ class TeamFiles:
         state: TeamState,
         router: Router,
         handle: Callable[[LaunchSpec, int], str] = lambda spec, pid: f"process:{pid}",
+        later: Callable[[float, Callable[[], None]], object] | None = None,
     ) -> None:
         self.state = state
         self.config = state.config
         self.router = router
         self.handle = handle  # what tmuxPaneId says of a started teammate
+        self.later = later  # the reactor's call_later: marks are written a moment later, together
         self.kept_worktrees: dict[str, str] = {}  # said in the teammate's terminated event
+        self._marks: dict[str, bool] = {}  # isActive marks not yet written
 
     def _config(self, what: str, change: Callable[[], object]) -> None:
         try:
@@ -85,7 +90,29 @@ class TeamFiles:
             log.info("%s left; its worktree has changes and is kept at %s", name, kept.path)
             self.kept_worktrees[name] = kept.path
 
+    def activity(self, name: str, active: bool) -> None:
+        """A teammate began a turn (True) or went idle: ``isActive``, as Claude Code keeps it.
+        Written by the supervisor, which hears every state report anyway, and coalesced: a
+        burst of turns across many teammates is a few config writes, none on a turn's path."""
+        if self.later is None:
+            self._config(
+                f"{name} is {'active' if active else 'idle'}", lambda: self.config.set_active({name: active})
+            )
+            return
+        if not self._marks:
+            self.later(MARK_EVERY, self._write_marks)
+        self._marks[name] = active
+
+    def _write_marks(self) -> None:
+        marks, self._marks = self._marks, {}
+        try:
+            self.config.set_active(marks)
+        except AgentTeamsError as exc:  # a mark is news, not state: never worth the supervisor
+            log.error("could not record who is active in config.json: %s", exc.message)
+
     def inactive(self, name: str) -> None:
+        self._marks.pop(name, None)  # it has ended: a mark still waiting is out of date
+
         def change() -> None:
             if self.config.require_member(name).is_active is not False:
                 self.config.update_member(name, is_active=False)
