@@ -163,8 +163,8 @@ def rewrite(path: Path, data: bytes, *, grow: bool = True) -> None:
             _write_hook(path, padded)
         if os.pwrite(fd, padded, 0) != len(padded):
             raise StorageError(f"could not write {path}: a short write")
-    except OSError as exc:
-        raise StorageError(f"could not write {path}: {reason(exc)}") from exc
+    except OSError as exc:  # a one-page write that fails has copied nothing
+        raise StorageError(f"could not write {path}: {reason(exc)}; the previous version is intact") from exc
     finally:
         if fd >= 0:
             os.close(fd)
