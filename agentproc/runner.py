@@ -41,7 +41,7 @@ class AgentRunner:
     ) -> None:
         self.spec = spec
         self.ctx = AgentContext(spec=spec, channel=channel)
-        definition = resolve_agent_type(spec.agent_type, self.ctx.cwd)
+        definition = resolve_agent_type(spec.agent_type, self.ctx.cwd, spec.agents)
         allowed = parse_tool_list(spec.allowed_tools, "--allowed-tools")
         disallowed = parse_tool_list(spec.disallowed_tools, "--disallowed-tools")
         withheld = (*withheld, *(r.tool for r in disallowed if r.specifier is None))

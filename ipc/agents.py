@@ -1,4 +1,5 @@
-"""Agent types: the built-in four, and custom definitions from ``.claude/agents/*.md``.
+"""Agent types: the built-in four, and custom definitions from ``.claude/agents/*.md`` and
+from a team's ``--agents`` JSON (the same fields, ``prompt`` for the body).
 
 A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name``,
 ``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
@@ -16,6 +17,7 @@ Claude Code injects team tools into every teammate; the type restricts the work 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ WORK_TOOLS = (
 )
 READ_ONLY_WORK = ("Read", "Glob", "Grep", "WebFetch")
 MEMORY_SCOPES = ("user", "project", "local")
+AGENTS_EXAMPLE = '{"reviewer": {"description": "...", "prompt": "...", "tools": ["Read", "Grep"]}}'
 BUILTIN: dict[str, tuple[str, ...]] = {
     "general-purpose": WORK_TOOLS,
     "Explore": READ_ONLY_WORK,
@@ -94,8 +97,9 @@ def _entries(value: Any, key: str) -> list[str]:
 
 
 def _rules(value: Any, key: str) -> list[Rule]:
+    entries = _entries(value, key)
     try:
-        return [Rule.parse(entry) for entry in _entries(value, key)]
+        return [Rule.parse(entry) for entry in entries]
     except ValueError as exc:
         raise ValueError(f"'{key}': {exc}") from None
 
@@ -122,6 +126,11 @@ def disallowed_spec(value: Any) -> tuple[tuple[str, ...], tuple[Rule, ...]]:
 
 def parse_definition(text: str, source: str = "") -> AgentDefinition:
     """Frontmatter (YAML between ``---`` lines) plus the body as the prompt."""
+    meta, body = _frontmatter(text)
+    return _definition(meta, body, source)
+
+
+def _frontmatter(text: str) -> tuple[dict[str, Any], str]:
     meta: dict[str, Any] = {}
     body = text
     if text.startswith("---"):
@@ -136,6 +145,11 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
         if not isinstance(loaded, dict):
             raise ValueError("frontmatter must be a mapping of keys to values")
         meta = loaded
+    return meta, body
+
+
+def _definition(meta: dict[str, Any], body: str, source: str) -> AgentDefinition:
+    """The definition the fields of ``meta`` (frontmatter's, or a JSON object's) describe."""
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("the frontmatter needs a 'name'")
@@ -190,12 +204,62 @@ def parse_definition(text: str, source: str = "") -> AgentDefinition:
     )
 
 
+def parse_json_definitions(text: str) -> dict[str, AgentDefinition]:
+    """Definitions as Claude Code's ``--agents`` takes them: a JSON object of name to the
+    frontmatter's fields, ``prompt`` for the body. InvalidInput, one line naming the agent and
+    the field, for anything else."""
+    try:
+        return json_definitions(text)
+    except ValueError as exc:
+        raise InvalidInput(f"--agents: {exc}") from None
+
+
+def json_definitions(text: str) -> dict[str, AgentDefinition]:
+    """:func:`parse_json_definitions`, ValueError for bad input (argparse's type check)."""
+    if not text.strip():
+        return {}
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc}); give {AGENTS_EXAMPLE}") from None
+    if not isinstance(given, dict):
+        raise ValueError(f"give a JSON object of agent names to definitions, as {AGENTS_EXAMPLE}")
+    found: dict[str, AgentDefinition] = {}
+    for name, fields in given.items():
+        if not isinstance(fields, dict):
+            raise ValueError(f"agent {name!r} must be an object of fields, as {AGENTS_EXAMPLE}")
+        for key in ("description", "prompt"):  # Claude Code requires both
+            if not isinstance(fields.get(key), str) or not fields[key].strip():
+                raise ValueError(f"agent {name!r} needs a '{key}' (a non-empty string)")
+        if "name" in fields and fields["name"] != name:
+            raise ValueError(
+                f"agent {name!r} has 'name' {fields['name']!r}; leave it out or make it {name!r}"
+            )
+        try:
+            found[name] = _definition({**fields, "name": name}, "", "--agents")
+        except ValueError as exc:
+            raise ValueError(f"agent {name!r}: {exc}") from None
+    return found
+
+
+def agents_json(value: Any) -> str:
+    """``--agents`` as JSON text: a dict (the Python API's form) is written as JSON."""
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    raise InvalidInput(
+        f"agents must be JSON text or a dict of agent names to definitions, as {AGENTS_EXAMPLE}"
+    )
+
+
 def definition_dirs(cwd: Path) -> tuple[Path, Path]:
     return Path.home() / ".claude" / "agents", cwd / ".claude" / "agents"
 
 
-def _scan(cwd: Path) -> tuple[dict[str, AgentDefinition], dict[str, str]]:
-    """(definitions by name, why each unreadable file was skipped, by its file name)."""
+def _scan(cwd: Path, given: str = "") -> tuple[dict[str, AgentDefinition], dict[str, str]]:
+    """(definitions by name, why each unreadable file was skipped, by its file name); the
+    ``--agents`` JSON ``given`` wins over both folders, as in Claude Code."""
     found: dict[str, AgentDefinition] = {}
     broken: dict[str, str] = {}
     for folder in definition_dirs(cwd):
@@ -208,23 +272,28 @@ def _scan(cwd: Path) -> tuple[dict[str, AgentDefinition], dict[str, str]]:
                 continue
             found[definition.name] = definition
             broken.pop(definition.name, None)
+    for name, definition in parse_json_definitions(given).items():
+        found[name] = definition
+        broken.pop(name, None)
     return found, broken
 
 
-def load_definitions(cwd: Path) -> dict[str, AgentDefinition]:
+def load_definitions(cwd: Path, given: str = "") -> dict[str, AgentDefinition]:
     """Custom agents from ``~/.claude/agents`` then ``{cwd}/.claude/agents`` (project wins),
-    subfolders included. A file that is not a definition is logged and skipped."""
-    return _scan(cwd)[0]
+    subfolders included, then the ``--agents`` JSON ``given`` (which wins over both). A file
+    that is not a definition is logged and skipped."""
+    return _scan(cwd, given)[0]
 
 
-def known_types(cwd: Path) -> list[str]:
-    return [*BUILTIN, *sorted(load_definitions(cwd))]
+def known_types(cwd: Path, given: str = "") -> list[str]:
+    return [*BUILTIN, *sorted(load_definitions(cwd, given))]
 
 
-def resolve(agent_type: str, cwd: Path) -> AgentDefinition:
-    """The definition of ``agent_type``: a custom one, else a built-in; InvalidInput naming
-    the known types (or why its file could not be read) otherwise."""
-    found, broken = _scan(cwd)
+def resolve(agent_type: str, cwd: Path, given: str = "") -> AgentDefinition:
+    """The definition of ``agent_type``: a custom one (``given``: the team's ``--agents``
+    JSON), else a built-in; InvalidInput naming the known types (or why its file could not
+    be read) otherwise."""
+    found, broken = _scan(cwd, given)
     custom = found.get(agent_type)
     if custom is not None:
         return custom

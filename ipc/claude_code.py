@@ -100,6 +100,8 @@ def argv(spec: LaunchSpec, extra: list[str] | None = None) -> list[str]:
         flags += ["--allowedTools", spec.allowed_tools]
     if spec.disallowed_tools:
         flags += ["--disallowedTools", spec.disallowed_tools]
+    if spec.agents:
+        flags += ["--agents", spec.agents]
     return [*command(), *flags, *(extra or [])]
 
 

@@ -69,6 +69,7 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
     fork: bool = False  # a subagent that is a fork worker (its parent's conversation, tools and model)
     bubble: bool = False  # a subagent whose permission requests go up to its parent
     effort: str = ""  # output_config.effort of its requests (wins over its definition's)
+    agents: str = ""  # the team's --agents JSON: agent definitions that win over .claude/agents
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -178,6 +179,9 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     tmux_server: str = ""  # "": $TMUX's server (inside tmux) or tmux's default; NAME: -L NAME; PATH: -S PATH
     tmux_pane: str = ""  # the caller's pane, that teammates' panes are split beside (inside tmux)
     fork_subagents: bool = False  # the fork gate: an Agent call without subagent_type forks its caller
+    agents: str = (
+        ""  # agent definitions as JSON, as Claude Code's --agents: every agent of the team resolves them
+    )
 
     HELP: ClassVar[dict[str, str]] = {
         "wake": "zmq: wake over sockets; poll: Claude Code's 500 ms inbox poll",
@@ -197,10 +201,16 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         "tmux_pane": "the pane teammates' panes are split beside (default: $TMUX_PANE)",
         "fork_subagents": "an Agent call without subagent_type forks the calling agent (its conversation, "
         "tools and model, in the background) instead of starting a general-purpose subagent",
+        "agents": "agent definitions as JSON, as Claude Code's --agents: "
+        '{"NAME": {"description": "...", "prompt": "...", "tools": [...], "model": "..."}}; '
+        "they win over .claude/agents",
     }
 
     def checked(self) -> SupervisorOptions:
+        from ipc.agents import parse_json_definitions  # YAML and rules: not on every command's start
+
         check_permission_mode(self.lead_permission_mode)
+        parse_json_definitions(self.agents)
         if self.claude_peers and not os.path.isdir(os.path.expanduser(self.claude_peers)):
             raise InvalidInput(
                 f"--claude-peers {self.claude_peers!r} is not a directory; give a Claude Code config dir"

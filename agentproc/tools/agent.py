@@ -58,14 +58,19 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             raise ToolFailure(f"{ctx.name} has no subagent {args.resume!r} to resume")
         if record.status == "running":
             raise ToolFailure(f"{args.resume} is still running: send it a message with SendMessage instead")
-        background = args.run_in_background or resolve_agent_type(record.agent_type, ctx.cwd).background
+        background = (
+            args.run_in_background
+            or resolve_agent_type(record.agent_type, ctx.cwd, ctx.spec.agents).background
+        )
         started = subagents.start_resumed(ctx, record, args.prompt, background=background)
     elif not args.subagent_type and _fork_gate(ctx):
         return _fork(ctx, args)
     else:
         agent_type = args.subagent_type or "general-purpose"
         # Either the call or the agent's definition (background: true) makes it asynchronous.
-        background = args.run_in_background or resolve_agent_type(agent_type, ctx.cwd).background
+        background = (
+            args.run_in_background or resolve_agent_type(agent_type, ctx.cwd, ctx.spec.agents).background
+        )
         permission_mode, _ = _permission(args.mode)
         if ctx.plan_mode or ctx.permission_mode == "plan":
             permission_mode = "plan"  # a helper of a planning agent plans too: read-only
@@ -98,13 +103,13 @@ def _in_background(ctx: AgentContext, args: AgentInput) -> bool:
         return True
     record = find_subagent(ctx.paths, ctx.name, args.resume) if args.resume else None
     agent_type = record.agent_type if record is not None else args.subagent_type or "general-purpose"
-    return resolve_agent_type(agent_type, ctx.cwd).background
+    return resolve_agent_type(agent_type, ctx.cwd, ctx.spec.agents).background
 
 
 def _fork_gate(ctx: AgentContext) -> bool:
     """Whether an Agent call without a type forks this agent: its definition's
     ``forkSubagent`` if it says, else the team's gate."""
-    own = resolve_agent_type(ctx.spec.agent_type, ctx.cwd).fork_subagent
+    own = resolve_agent_type(ctx.spec.agent_type, ctx.cwd, ctx.spec.agents).fork_subagent
     return ctx.spec.fork_subagents if own is None else own
 
 

@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
+from ipc.launch import SupervisorOptions
 from supervisor.cli import exits
 
 
@@ -71,7 +72,9 @@ def struct_arguments(
         choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
         if field.name.endswith("permission_mode"):
             choices = PERMISSION_MODES
-        convert = type(field.default) if field.default is not msgspec.NODEFAULT else str
+        convert: Any = type(field.default) if field.default is not msgspec.NODEFAULT else str
+        if field.name == "agents":
+            convert = agents_argument
         parser.add_argument(
             flag, type=convert, choices=choices, default=field.default, help=help.get(field.name)
         )
@@ -83,4 +86,22 @@ def budget_arguments(parser: argparse.ArgumentParser, whom: str) -> None:
     )
     parser.add_argument(
         "--budget-usd", type=float, default=None, help=f"stop {whom}'s model calls at this cost in USD"
+    )
+
+
+def agents_argument(text: str) -> str:
+    """``--agents JSON``, checked as the command line is read: a bad one is a usage error."""
+    from ipc.agents import json_definitions
+
+    try:
+        json_definitions(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def agents_option(parser: argparse.ArgumentParser) -> None:
+    """``--agents JSON`` of a command that starts a team's supervisor (lead, chat)."""
+    parser.add_argument(
+        "--agents", type=agents_argument, default="", metavar="JSON", help=SupervisorOptions.HELP["agents"]
     )

@@ -195,7 +195,9 @@ def _lead_finished(args: argparse.Namespace, result: LeadResult) -> int:
 
 def cmd_lead(args: argparse.Namespace) -> int:
     prompt = message_text(args.prompt)
-    check_lead(prompt, args.model, args.timeout, interactive=False)  # before the team is made
+    check_lead(
+        prompt, args.model, args.timeout, interactive=False, agents=args.agents
+    )  # before the team is made
     team, owns = _lead_team(args)
     lead = LeadRun(
         team,
@@ -208,6 +210,7 @@ def cmd_lead(args: argparse.Namespace) -> int:
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
         effort=args.effort,
+        agents=args.agents,
     )
     return _lead_finished(args, lead.wait())
 
@@ -217,7 +220,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         raise InvalidInput(
             "chat reads what you type from a terminal; for a goal in a script use 'agentteams lead'"
         )
-    check_lead("", args.model, None, interactive=True)
+    check_lead("", args.model, None, interactive=True, agents=args.agents)
     team, owns = _lead_team(args)
     lead = LeadRun(
         team,
@@ -230,6 +233,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
         effort=args.effort,
+        agents=args.agents,
     )
     print(
         f"Talking to the lead of team {team.name!r} (model {args.model}). Give it a goal; teammates' messages "

@@ -21,7 +21,7 @@ from ipc.launch import SupervisorOptions
 from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
-from supervisor.cli import exits
+from supervisor.cli import arguments, exits
 from supervisor.cli.arguments import SKIPPED, Parser, budget_arguments, global_options, struct_arguments
 from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, command_of, exit_now
 from supervisor.client.busy import DEFAULT_ROWS
@@ -113,6 +113,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     lead.add_argument("--cwd", default=None, help="where a team the lead makes works (default: here)")
     lead.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     lead.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
+    arguments.agents_option(lead)
     lead.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat = cmd(sub, "chat", "talk to a team's lead agent in the terminal")
     chat.add_argument("team")
@@ -120,6 +121,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     chat.add_argument("--keep", action="store_true", help="keep the team even if the chat made it")
     chat.add_argument("--permission-mode", choices=PERMISSION_MODES, default="", help=MODE_HELP)
     chat.add_argument("--fork-subagents", action="store_true", help=SupervisorOptions.HELP["fork_subagents"])
+    arguments.agents_option(chat)
     chat.add_argument("--effort", choices=EFFORTS, default="", help=EFFORT_HELP)
     chat.add_argument(
         "--allow-pipe",

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ipc import control
+from ipc.agents import agents_json
 from ipc.bell import Bell
 from ipc.cc_peer import SupervisorRoute
 from ipc.engine import marker
@@ -83,10 +84,13 @@ class TeamHandle:
         """Start the team's supervisor (a separate process); members in the config resume.
         ``options`` are :class:`~ipc.launch.SupervisorOptions` fields. In a team on the
         engine, this root joins it as host ``host_name`` (default: the one it remembers, else
-        this machine's name) and the supervisor runs that host's teammates."""
+        this machine's name) and the supervisor runs that host's teammates. ``agents``: agent
+        definitions as Claude Code's ``--agents`` takes them, JSON text or its dict."""
         self.store.read()
         if self.state.link is not None:
             self.join(host_name)
+        if "agents" in options:  # Claude Code's --agents JSON, or the dict it stands for
+            options["agents"] = agents_json(options["agents"])
         checked = SupervisorOptions(wake=wake, **options).checked()  # type: ignore[arg-type]
         self._proc = launcher.start(self.paths, checked)
         return self._proc.pid

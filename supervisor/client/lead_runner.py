@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ipc.agents import parse_json_definitions
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput
 from ipc.launch import LaunchSpec, LeadLaunch
 from ipc.model_specs import check_api_key, check_effort, check_model
@@ -33,9 +34,10 @@ if TYPE_CHECKING:
     from supervisor.client.handle import TeamHandle
 
 
-def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool) -> None:
+def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool, agents: str = "") -> None:
     """InvalidInput, before anything is created or started, for a lead that cannot run."""
     check_model(model)
+    parse_json_definitions(agents)
     check_api_key(model, "(set it and run the lead again)")
     if not prompt.strip() and not interactive:
         raise InvalidInput("the lead needs a goal: give --prompt TEXT (or '-' to read it from stdin)")
@@ -49,6 +51,7 @@ def lead_spec(
     permission_mode: str = "",
     fork_subagents: bool = False,
     effort: str = "",
+    agents: str = "",
 ) -> LaunchSpec:
     """The lead agent of ``team``: Claude Code's lead has no color; it works in the cwd the
     team was created with (else in ours), in ``permission_mode``, which the teammates it
@@ -65,6 +68,7 @@ def lead_spec(
         permission_mode=check_permission_mode(permission_mode),
         fork_subagents=fork_subagents,
         effort=check_effort(effort),
+        agents=agents,
         root=str(team.root),
         cwd=lead.cwd if lead is not None and lead.cwd else os.getcwd(),
         role="lead",
@@ -87,8 +91,9 @@ class LeadRun:
         permission_mode: str = "",
         fork_subagents: bool = False,
         effort: str = "",
+        agents: str = "",
     ) -> None:
-        check_lead(prompt, model, timeout, interactive)
+        check_lead(prompt, model, timeout, interactive, agents)
         check_permission_mode(permission_mode)
         check_effort(effort)
         self.team = team
@@ -99,16 +104,21 @@ class LeadRun:
             # lead's: default, as Claude Code maps them).
             planning = permission_mode in ("plan", "delegate")
             handed = "default" if planning else permission_mode or "acceptEdits"
-            team.up(lead_permission_mode=handed, fork_subagents=fork_subagents)
+            team.up(lead_permission_mode=handed, fork_subagents=fork_subagents, agents=agents)
         else:
             lead = team.status().lead_pid
             if lead is not None:
                 raise Conflict(f"team {team.name!r} already has a lead agent running (pid {lead})")
+            if agents:  # its teammates resolve types with the running supervisor's definitions
+                raise Conflict(
+                    f"team {team.name!r} is up; its agent definitions are set when it starts: "
+                    f"'agentteams down {team.name}', then give --agents to lead or up"
+                )
         # Not in the team's runtime directory: that goes with the team, which the lead may delete.
         self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
         self.result_file = self.result_dir / "result.json"
         launch = LeadLaunch(
-            spec=lead_spec(team, model, permission_mode, fork_subagents, effort),
+            spec=lead_spec(team, model, permission_mode, fork_subagents, effort, agents),
             result_file=str(self.result_file),
             prompt=prompt,
             timeout=timeout,

@@ -13,6 +13,7 @@ import msgspec
 
 from ipc import answers, worktrees
 from ipc import operations as io
+from ipc.agents import agents_json
 from ipc.engine import marker
 from ipc.errors import Timeout
 from ipc.options import Isolation, SpawnBackend, TeammateOptions
@@ -251,6 +252,7 @@ class Team(TeamHandle):
         permission_mode: str = "",
         fork_subagents: bool = False,
         effort: str = "",
+        agents: str | dict[str, Any] = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
         done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
@@ -258,7 +260,8 @@ class Team(TeamHandle):
         every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
         the teammates it spawns inherit. ``fork_subagents``: the fork gate (an Agent call
         without a type forks the caller), for the lead and, in a supervisor this starts, the team.
-        ``effort``: what its requests ask for."""
+        ``effort``: what its requests ask for. ``agents``: agent definitions, as Claude Code's
+        ``--agents`` takes them (JSON text or its dict), for a supervisor this starts."""
         run = LeadRun(
             self,
             prompt,
@@ -270,6 +273,7 @@ class Team(TeamHandle):
             permission_mode=permission_mode,
             fork_subagents=fork_subagents,
             effort=effort,
+            agents=agents_json(agents),
         )
         return run.wait()
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from ipc import claude_code, locks, worktrees
+from ipc.agents import AgentDefinition
 from ipc.agents import resolve as resolve_agent_type
 from ipc.errors import InvalidInput
 from ipc.launch import LaunchSpec, SupervisorOptions
@@ -31,6 +32,10 @@ class TeamContext:
     supervisor_pid: int
     nofile: int = 0  # the open-file soft limit its agents run with (0: what they inherit)
 
+    def definition(self, agent_type: str, cwd: str) -> AgentDefinition:
+        """``agent_type`` as this team resolves it (its --agents first)."""
+        return resolve_agent_type(agent_type, Path(cwd), self.options.agents)
+
     def base(self, **fields: object) -> LaunchSpec:
         return LaunchSpec(
             team_name=self.team,
@@ -42,6 +47,7 @@ class TeamContext:
             claude_peers=self.options.claude_peers,
             nofile=self.nofile,
             fork_subagents=self.options.fork_subagents,
+            agents=self.options.agents,
             **fields,  # type: ignore[arg-type]
         )
 
@@ -78,7 +84,7 @@ def check_spawn(
     cwd = options.cwd or (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     if not os.path.isdir(cwd):
         raise InvalidInput(f"working directory {cwd!r} does not exist; give --cwd an existing directory")
-    resolve_agent_type(options.agent_type, Path(cwd))
+    ctx.definition(options.agent_type, cwd)
     if options.isolation == "worktree":
         worktrees.check_repository(cwd)
     if runs_claude_code(options.backend, options.model):
@@ -109,7 +115,7 @@ def subagent_spec(
     cwd = (
         parent.cwd if parent is not None else (lead.cwd if lead is not None and lead.cwd else str(Path.cwd()))
     )
-    definition = resolve_agent_type(options.agent_type, Path(cwd))
+    definition = ctx.definition(options.agent_type, cwd)
     model = options.model
     if options.fork:  # the parent's own model and mode, so that its requests share the parent's prefix
         model = options.parent_model or model

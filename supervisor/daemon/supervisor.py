@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipc import control, locks, memtrace, subagents, worktrees
-from ipc.agents import resolve as resolve_agent_type
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
@@ -353,7 +352,7 @@ class Supervisor:
             host=self.state.host,
             rename=options.rename,
             permission_mode=options.permission_mode,
-            color=resolve_agent_type(options.agent_type, Path(cwd)).color or "",  # its definition's
+            color=self.context.definition(options.agent_type, cwd).color or "",  # its definition's
             allowed_tools=options.allowed_tools,
             disallowed_tools=options.disallowed_tools,
             effort=options.effort,
