@@ -242,17 +242,6 @@ def json_definitions(text: str) -> dict[str, AgentDefinition]:
     return found
 
 
-def agents_json(value: Any) -> str:
-    """``--agents`` as JSON text: a dict (the Python API's form) is written as JSON."""
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str):
-        return value
-    raise InvalidInput(
-        f"agents must be JSON text or a dict of agent names to definitions, as {AGENTS_EXAMPLE}"
-    )
-
-
 def definition_dirs(cwd: Path) -> tuple[Path, Path]:
     return Path.home() / ".claude" / "agents", cwd / ".claude" / "agents"
 

@@ -11,6 +11,7 @@ disagree.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeVar
@@ -237,6 +238,18 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         return _convert(
             _from_argv(_fields(cls, tuple(cls.__struct_fields__)), argv), cls, "supervisor options"
         ).checked()
+
+
+def agents_json(value: Any) -> str:
+    """``agents`` (Claude Code's ``--agents``) as JSON text: a dict, the Python API's form,
+    is written as JSON; the text is checked by :meth:`SupervisorOptions.checked`."""
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    raise InvalidInput(
+        f"agents must be JSON text or a dict of agent names to definitions, not {type(value).__name__}"
+    )
 
 
 # ---------------------------------------------------------------- argv helpers

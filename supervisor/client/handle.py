@@ -15,12 +15,11 @@ from typing import Any
 import msgspec
 
 from ipc import control
-from ipc.agents import agents_json
 from ipc.bell import Bell
 from ipc.cc_peer import SupervisorRoute
 from ipc.engine import marker
 from ipc.errors import AgentTeamsError, InvalidInput, NotRunning, Timeout
-from ipc.launch import SupervisorOptions
+from ipc.launch import SupervisorOptions, agents_json
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.paths import TeamPaths, normalise_agent_name

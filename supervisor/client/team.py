@@ -13,9 +13,9 @@ import msgspec
 
 from ipc import answers, worktrees
 from ipc import operations as io
-from ipc.agents import agents_json
 from ipc.engine import marker
 from ipc.errors import Timeout
+from ipc.launch import agents_json
 from ipc.options import Isolation, SpawnBackend, TeammateOptions
 from ipc.paths import normalise_agent_name
 from ipc.replies import LeadResult, SpawnReply, StopReply, SubagentResult
