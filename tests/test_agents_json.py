@@ -15,7 +15,7 @@ from agentproc.permissions import ModePolicy
 from agentproc.runner import AgentRunner
 from ipc import agents, claude_code
 from ipc.errors import InvalidInput
-from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.launch import LaunchSpec, SupervisorOptions, agents_json
 from ipc.options import SubagentOptions
 from ipc.schemas import Member, TeamConfig
 from supervisor import Team
@@ -178,7 +178,10 @@ def test_a_malformed_agents_flag_is_one_line_exit_2_and_nothing_started(root: Pa
 def test_a_claude_code_teammate_is_given_the_teams_agents(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    given = json.dumps({"reviewer": REVIEWER})
+    given = agents_json({"reviewer": REVIEWER})  # Team.up(agents=dict) / team.lead(agents=dict)
+    assert json.loads(given) == {"reviewer": REVIEWER} and agents_json(given) == given
+    with pytest.raises(InvalidInput, match="JSON text or a dict"):
+        agents_json(["reviewer"])
     spec = LaunchSpec(
         agent_id="a@t",
         agent_name="a",
