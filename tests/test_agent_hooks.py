@@ -59,6 +59,7 @@ def test_a_prompt_hook_asks_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert asked["model"] == "claude-haiku-4-5" and '"task_id": "7"' in last_user_text(asked)
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_definition_hooks_subagent_start_and_stop_and_an_agent_hook(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,6 +119,7 @@ def test_definition_hooks_subagent_start_and_stop_and_an_agent_hook(
 # ---------------------------------------------------------------- 8. subagents continued
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_subagents_are_continued_by_message_and_by_resume_with_claude_codes_results(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

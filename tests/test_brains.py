@@ -96,6 +96,7 @@ def breakpoints(request: dict[str, Any]) -> list[str]:
     return where
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_requests_carry_cache_breakpoints_and_usage_sums_survive_a_restart(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,6 +150,7 @@ def _reads(api: FakeAnthropic) -> list[int]:
     return [replay(r)["cache_read_input_tokens"] for r in api.requests]
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_a_long_conversation_is_compacted_and_stays_valid(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,6 +273,7 @@ def test_a_resume_after_kills_and_failed_turns_is_a_valid_conversation(root: Pat
     ]
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_a_token_budget_stops_the_team_cleanly(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeAnthropic(steps_script(50), usage=PromptCache()) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
@@ -312,6 +315,7 @@ def test_bad_budgets_are_refused_in_one_line(root: Path) -> None:
     assert "does not exist" in cli(root, "usage", "nope", ok=False).stderr
 
 
+@pytest.mark.heavy  # ~5-12 s: in make test-heavy, to keep make test in its budget
 def test_four_teammates_share_one_rate_limiter_through_a_429_window(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
