@@ -27,7 +27,15 @@ from ipc.locks import is_claude_root, locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
 from ipc.preserve import merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
-from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled
+from ipc.storage import (
+    FileKey,
+    atomic_write,
+    ensure_dir,
+    file_key,
+    read_bytes,
+    read_settled,
+    read_settled_bytes,
+)
 
 _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
@@ -123,18 +131,19 @@ class TeamConfigStore:
 
     def _mutate(self, change: Callable[[TeamConfig], T]) -> T:
         with locked(self.path, root=self.paths.root):
-            data = read_bytes(self.path)
-            if data is None:
-                raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
-            try:
-                config = _decode(self.path, data)
+            try:  # a writer that rewrites in place (Claude Code) may be caught mid-write
+                found = read_settled_bytes(self.path, _decoder.decode, "team config")
             except CorruptFile as exc:
                 if self._last_good is None:
                     raise
                 log.warning("%s; rebuilt from the copy read last", exc.message)
+                data = read_bytes(self.path) or b""
                 if data.strip():
                     (self.path.parent / f"{self.path.name}.corrupt-{now_ms()}").write_bytes(data)
-                config, data = _decoder.decode(msgspec.json.encode(self._last_good)), b""
+                found = b"", _decoder.decode(msgspec.json.encode(self._last_good))
+            if found is None:
+                raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
+            data, config = found
             result = change(config)
             atomic_write(self.path, encode_config(config, read_object(data) if data else None))
             self._cached = None

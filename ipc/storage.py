@@ -355,13 +355,19 @@ def _decode_lines(data: bytes, kind: type[T]) -> list[T]:
     return found
 
 
-SETTLE_SECONDS = 0.05
+SETTLE_SECONDS = 0.5  # a descheduled in-place writer on a loaded machine can take this long
 
 
 def read_settled(path: Path, decode: Callable[[bytes], T], what: str) -> T | None:
     """``decode`` of the file's bytes, or None if it does not exist. A file caught mid-write
     by a writer that rewrites in place (Claude Code, claude-code-teams-mcp) is read again for
-    up to 50 ms before it is called corrupt."""
+    up to half a second before it is called corrupt."""
+    found = read_settled_bytes(path, decode, what)
+    return None if found is None else found[1]
+
+
+def read_settled_bytes(path: Path, decode: Callable[[bytes], T], what: str) -> tuple[bytes, T] | None:
+    """As :func:`read_settled`, with the bytes the value was decoded from."""
     deadline = time.monotonic() + SETTLE_SECONDS
     delay = 0.001
     while True:
@@ -369,11 +375,11 @@ def read_settled(path: Path, decode: Callable[[bytes], T], what: str) -> T | Non
         if data is None:
             return None
         try:
-            return decode(data)
+            return data, decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             if time.monotonic() >= deadline:
                 with decode_errors(path, what):
-                    return decode(data)
+                    return data, decode(data)
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
 
