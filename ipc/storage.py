@@ -355,13 +355,13 @@ def _decode_lines(data: bytes, kind: type[T]) -> list[T]:
     return found
 
 
-SETTLE_SECONDS = 0.5  # a descheduled in-place writer on a loaded machine can take this long
+SETTLE_SECONDS = 0.05
 
 
 def read_settled(path: Path, decode: Callable[[bytes], T], what: str) -> T | None:
     """``decode`` of the file's bytes, or None if it does not exist. A file caught mid-write
     by a writer that rewrites in place (Claude Code, claude-code-teams-mcp) is read again for
-    up to half a second before it is called corrupt."""
+    up to 50 ms before it is called corrupt."""
     found = read_settled_bytes(path, decode, what)
     return None if found is None else found[1]
 

@@ -50,7 +50,14 @@ def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def servers(under: int, cwd: Path) -> list[psutil.Process]:
     tiny = str(cwd / "tiny.py")
-    return [p for p in psutil.Process(under).children(recursive=True) if tiny in p.cmdline()]
+    found = []
+    for p in psutil.Process(under).children(recursive=True):
+        try:  # another test's child not yet reaped is a zombie with no command line
+            if tiny in p.cmdline():
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
 
 
 def runner(cwd: Path, model: str = "offline") -> AgentRunner:

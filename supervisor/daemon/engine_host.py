@@ -214,8 +214,8 @@ class EngineHost:
             released = self.state.tasks.release_owner(
                 member.name, error=f"host {record.host} stopped answering"
             )
-            if member.is_active is not False:
-                self.state.config.update_member(member.name, is_active=False)
+            # Written whatever this host's copy says: the dead host's last mark may not be here yet.
+            self.state.config.update_member(member.name, is_active=False)
             log.warning("host %s: %s inactive, released %s", record.host, member.name, released)
 
     def close(self) -> None:
