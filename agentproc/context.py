@@ -19,6 +19,7 @@ from ipc.team_state import TeamState
 
 if TYPE_CHECKING:
     from agentproc.channel import Channel
+    from agentproc.checkins import CheckIn
     from agentproc.transcript import Transcript
 
 
@@ -52,6 +53,10 @@ class AgentContext:
     model_spec: str = ""  # the model it runs (what a fork of it runs)
     # (system prompt, tool definitions) its model's requests begin with now: what a fork is sent
     request_base: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None
+    # Its model's answer at a check-in on a synchronous subagent (True: to the background);
+    # None: no check-ins (off, or a model that cannot be asked). See agentproc.checkins.
+    check_in: Callable[[CheckIn], bool] | None = None
+    check_in_every: float = 0.0  # seconds between check-ins
 
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)

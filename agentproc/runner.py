@@ -9,14 +9,16 @@ import logging
 import os
 from typing import Any
 
-from agentproc import hooks, pane
+from agentproc import checkins, hooks, pane
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.mcp_servers import McpServers
 from agentproc.models import Model, ModelContext, Turn, TurnOutcome, load_model
 from agentproc.tools import PermissionPolicy, Tool, ToolBox, toolbox_for
+from agentproc.tools.agent import TASK_BACKGROUND
 from agentproc.transcript import Transcript
 from ipc import claude_settings
+from ipc.agents import AgentDefinition
 from ipc.agents import resolve as resolve_agent_type
 from ipc.definition_context import memory_dir
 from ipc.launch import LaunchSpec
@@ -83,12 +85,31 @@ class AgentRunner:
         self.ctx.model_spec = model_spec
         self.ctx.request_base = lambda: (str(getattr(self.model, "system", "")), self.tools.schemas())
         self.ctx.tool_named = lambda name: self.tools.tools.get(name)
+        self._check_ins(definition)
         if pane.in_pane(spec):
             self.ctx.show = pane.show
             pane.show(f"{spec.agent_name}@{spec.team_name} ({spec.model}) in {spec.cwd}", "●")
         # initialPrompt goes before the first turn of a conversation (not of a restart's).
         fresh = definition.initial_prompt and not self.transcript.messages()
         self.initial_prompt = definition.initial_prompt if fresh else ""
+
+    def _check_ins(self, definition: AgentDefinition) -> None:
+        """Check-ins on the synchronous subagents it waits for, when its model can answer one
+        and it can start subagents: TaskBackground joins its tools for good (a check-in's
+        request carries the same tool definitions as its turns', to read their cache)."""
+        every = checkins.interval(definition.subagent_check_in)
+        answer = getattr(self.model, "check_in", None)
+        if (
+            every is None
+            or not callable(answer)
+            or self.spec.role == "subagent"
+            or "Agent" not in self.tools.tools
+            or TASK_BACKGROUND.name in definition.disallowed_tools
+        ):
+            return
+        self.ctx.check_in = lambda check: bool(answer(check, self.tools))
+        self.ctx.check_in_every = every
+        self.tools.tools[TASK_BACKGROUND.name] = TASK_BACKGROUND
 
     @property
     def name(self) -> str:

@@ -10,8 +10,10 @@ from types import ModuleType
 
 import msgspec
 
+from agentproc import checkins
 from agentproc.context import AgentContext
 from ipc import control, subagents
+from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError, SupervisorError
 from ipc.options import SubagentOptions
 from ipc.replies import SubagentReply, SubagentResult
@@ -57,31 +59,64 @@ def auto_background() -> float | None:
 
 def wait_foreground(ctx: AgentContext, subagent: str) -> SubagentResult | None:
     """A synchronous subagent's result once it has ended, or None once it is moved to the
-    background while it works: by a person (``agentteams background``), by the auto-background
-    timeout, or because the lead must answer what it asks and can do so only between turns.
-    It then stays this agent's background subagent: its result comes as a notification."""
+    background while it works: by this agent's model at a check-in (agentproc.checkins), by
+    a person (``agentteams background``), by the auto-background timeout, or because the
+    lead must answer what it asks and can do so only between turns. It then stays this
+    agent's background subagent: its result comes as a notification."""
     after = auto_background()
     deadline = None if after is None else time.monotonic() + after
+    every = ctx.check_in_every if ctx.check_in is not None else 0.0
+    next_check = time.monotonic() + every if every > 0 else None
+    checks = 0
     while True:
         result = subagents.read(ctx.paths, subagent)
         if result.status != "running":
             return result
-        moved = result.background
+        moved = "a person" if result.background else ""  # (its record says who)
         if not moved and deadline is not None and time.monotonic() >= deadline:
-            moved = True
+            moved = "the auto-background timeout"
         asked = _bubble().answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
         if asked is not None:  # the lead's model answers it in its next turn
             ctx.bubbled.discard(asked.request_id)
-            moved = True
+            moved = moved or "a request only the lead can answer"
+        if (
+            not moved
+            and next_check is not None
+            and ctx.check_in is not None
+            and time.monotonic() >= next_check
+        ):
+            if not subagents.checked_in(ctx.paths, subagent):
+                continue  # it has just ended: its result, as usual
+            checks += 1
+            if ctx.check_in(_check(ctx, result, checks)):
+                moved = f"its parent's model at check-in {checks}"
+            next_check = time.monotonic() + every
         if moved:
             try:
-                subagents.to_background(ctx.paths, subagent)
+                subagents.to_background(ctx.paths, subagent, by=moved)
             except AgentTeamsError:
                 continue  # it has just ended: its result, as usual
             ctx.background.add(subagent)
             return None
-        woke = ctx.channel.wait(5.0 if deadline is None else max(0.0, min(5.0, deadline - time.monotonic())))
+        woke = ctx.channel.wait(_until(deadline, next_check))
         ctx.frames.extend(woke.frames)
+
+
+def _until(*moments: float | None) -> float:
+    """Seconds to wait for a wake-up: 5 at most, and not past the next timed step."""
+    now = time.monotonic()
+    return max(0.0, min([5.0, *(m - now for m in moments if m is not None)]))
+
+
+def _check(ctx: AgentContext, result: SubagentResult, number: int) -> checkins.CheckIn:
+    return checkins.CheckIn(
+        subagent=result.id,
+        description=result.description,
+        prompt=result.prompt[: checkins.MAX_PROGRESS],
+        seconds=max(0, (now_ms() - result.started_ms) // 1000),
+        progress=checkins.progress(ctx.paths, ctx.name, result.id),
+        number=number,
+    )
 
 
 def stop(ctx: AgentContext, subagent: str) -> None:

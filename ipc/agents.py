@@ -5,7 +5,9 @@ A definition is Markdown with YAML frontmatter, as Claude Code reads it: ``name`
 ``description``, ``tools`` (a comma-separated string or a YAML list; ``*`` or ``['*']`` is
 every tool), ``disallowedTools``, ``model``, ``maxTurns``, ``permissionMode``, ``background``,
 ``color``, ``initialPrompt``, ``memory``, ``skills``, ``hooks``, ``effort``, ``mcpServers``,
-``requiredMcpServers`` and agentteams' ``forkSubagent`` (this agent's fork gate); the body is
+``requiredMcpServers`` and agentteams' ``forkSubagent`` (this agent's fork gate) and
+``subagentCheckIn`` (seconds between its model's check-ins on a synchronous subagent it
+waits for; 0: none); the body is
 the prompt. A tool may be given as a permission rule (``Bash(git:*)``): in ``tools`` the tool
 is offered for the calls the rule covers only, in ``disallowedTools`` the calls it covers
 are denied. A frontmatter field that cannot be read is an error, never "no restriction": a
@@ -80,6 +82,7 @@ class AgentDefinition:
     mcp_servers: tuple[Any, ...] = ()  # names, or {name: config}: started with the agent
     required_mcp_servers: tuple[str, ...] = ()  # patterns of servers it cannot start without
     fork_subagent: bool | None = None  # forkSubagent: this agent's fork gate (None: the team's)
+    subagent_check_in: float | None = None  # subagentCheckIn: seconds (0: none; None: the environment's)
     source: str = field(default="builtin", compare=False)
 
 
@@ -164,6 +167,11 @@ def _definition(meta: dict[str, Any], body: str, source: str) -> AgentDefinition
     fork = meta.get("forkSubagent")
     if fork is not None and not isinstance(fork, bool):
         raise ValueError("'forkSubagent' must be true or false")
+    check_in = meta.get("subagentCheckIn")
+    if check_in is not None and (
+        isinstance(check_in, bool) or not isinstance(check_in, int | float) or check_in < 0
+    ):
+        raise ValueError("'subagentCheckIn' must be a number of seconds (0: no check-ins)")
     memory = meta.get("memory")
     if memory is not None and memory not in MEMORY_SCOPES:
         raise ValueError(f"'memory' must be one of {', '.join(MEMORY_SCOPES)}")
@@ -199,6 +207,7 @@ def _definition(meta: dict[str, Any], body: str, source: str) -> AgentDefinition
         if isinstance(mcp, dict)
         else (),
         fork_subagent=fork,
+        subagent_check_in=None if check_in is None else float(check_in),
         required_mcp_servers=tuple(_entries(meta.get("requiredMcpServers") or [], "requiredMcpServers")),
         source=source,
     )

@@ -105,6 +105,10 @@ class SubagentResult(msgspec.Struct, kw_only=True):
     fork_call: str = ""  # a fork's: the parent's Agent call it was forked at (where its conversation starts)
     asking: PermissionRequest | None = None  # what it waits for its parent to allow (bubble)
     answer: BubbledAnswer | None = None  # its parent's answer, until it takes it
+    # Moved to the background while it ran: by whom ("a person", "the auto-background timeout",
+    # "its parent's model at check-in N", "a request only the lead can answer").
+    moved_by: str = ""
+    check_ins: int = 0  # times its waiting parent's model was asked whether to stop waiting
 
 
 # Why a lead stopped: ``done`` only when every task of the team completed; ``failed`` when a

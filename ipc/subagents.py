@@ -233,7 +233,7 @@ def take_answer(
         return got
 
 
-def to_background(paths: TeamPaths, subagent: str) -> SubagentResult:
+def to_background(paths: TeamPaths, subagent: str, by: str = "a person") -> SubagentResult:
     """Move a running synchronous subagent to the background: its parent stops waiting and
     hears of its result as a notification. It runs on as it was (nothing is run twice)."""
     read(paths, subagent)  # NotFound naming it, before a lock file is made for an unknown id
@@ -242,6 +242,17 @@ def to_background(paths: TeamPaths, subagent: str) -> SubagentResult:
         if current.status != "running":
             raise Conflict(f"subagent {subagent!r} is not running (it {current.status})")
         if not current.background:
-            current = msgspec.structs.replace(current, background=True)
+            current = msgspec.structs.replace(current, background=True, moved_by=by)
             write(paths, current)
         return current
+
+
+def checked_in(paths: TeamPaths, subagent: str) -> bool:
+    """Count a check-in of its waiting parent's model (agentproc.checkins); False if it has
+    ended meanwhile (no check-in then: its result is there)."""
+    with locked(paths.subagent_result(subagent), root=paths.root):
+        current = read(paths, subagent)
+        if current.status != "running":
+            return False
+        write(paths, msgspec.structs.replace(current, check_ins=current.check_ins + 1))
+        return True

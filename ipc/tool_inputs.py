@@ -240,6 +240,13 @@ class TaskStopInput(_Input):
     task_id: NonEmpty
 
 
+class TaskBackgroundInput(_Input):
+    """At a check-in: stop waiting for the synchronous subagent your Agent call runs (it runs on; its
+    result comes later as a <task-notification>)."""
+
+    task_id: NonEmpty
+
+
 # ---------------------------------------------------------------- work
 
 

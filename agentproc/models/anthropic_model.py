@@ -10,7 +10,7 @@ import logging
 import os
 from typing import Any
 
-from agentproc import conversation
+from agentproc import checkins, conversation
 from agentproc.models import caching, compaction
 from agentproc.models.api_calls import ApiCaller, ApiFailure, OverBudget
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
@@ -19,6 +19,7 @@ from agentproc.tools import ToolBox
 from ipc.model_specs import output_limit
 
 log = logging.getLogger("agentteams.model")
+CHECK_IN_TOKENS = 1024  # a check-in's answer is a tool call or a word
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -44,6 +45,7 @@ class AnthropicModel:
         # A restarted teammate continues its conversation (from its last compaction); the
         # loop records the new user turn.
         self.messages: list[dict[str, Any]] = self.transcript.messages()
+        self._answered: list[dict[str, Any]] = []  # the tool results of the calls being run
 
     def over_budget(self) -> str:
         """Why no turn may start now ("" if one may): the loop stays idle while it is set."""
@@ -58,11 +60,25 @@ class AnthropicModel:
         except ApiFailure as exc:
             return TurnOutcome(failure_reason=str(exc))
 
-    def _request(self, tools: ToolBox, messages: list[dict[str, Any]]) -> Any:
+    def _request(self, tools: ToolBox, messages: list[dict[str, Any]], max_tokens: int = 0) -> Any:
         params = caching.request(self.system, tools.schemas(), messages, cache=self.cache)
         if self.output_config:
             params["output_config"] = self.output_config
-        return self.api.create(max_tokens=self.max_tokens, **params)
+        return self.api.create(max_tokens=max_tokens or self.max_tokens, **params)
+
+    def check_in(self, check: checkins.CheckIn, tools: ToolBox) -> bool:
+        """Ask this model, aside, whether to stop waiting for the subagent its Agent call runs:
+        its conversation through that call (a cache read), then the offer. Not kept."""
+        messages = checkins.side_messages(self.messages, self._answered, check)
+        try:
+            response = self._request(tools, messages, max_tokens=min(self.max_tokens, CHECK_IN_TOKENS))
+        except (OverBudget, ApiFailure) as exc:
+            return checkins.logged(tools.ctx.name, check, False, f"no answer: {exc}")
+        content = [_block(b) for b in response.content]
+        moved = checkins.chose_background(content, check.subagent)
+        return checkins.logged(
+            tools.ctx.name, check, moved, "its model called TaskBackground" if moved else "its model"
+        )
 
     def _run(self, tools: ToolBox) -> TurnOutcome:
         rounds = 0
@@ -80,7 +96,8 @@ class AnthropicModel:
             uses = [b for b in response.content if b.type == "tool_use"]
             if not uses:
                 return TurnOutcome(final_text="".join(b.text for b in response.content if b.type == "text"))
-            results = []
+            results: list[dict[str, Any]] = []
+            self._answered = results  # what a check-in during these calls shows as run
             for use in uses:  # every tool_use answered, in order, in the next user message
                 result = tools.call(
                     use.name, dict(use.input) if isinstance(use.input, dict) else {}, tool_use_id=use.id

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from agentproc import checkins
 from agentproc.models.base import Turn, TurnOutcome
 from agentproc.tools import ToolBox
 from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
@@ -56,6 +57,11 @@ class OfflineModel:
                 },
             )
         return TurnOutcome()
+
+    @staticmethod
+    def check_in(check: checkins.CheckIn, tools: ToolBox) -> bool:
+        """A check-in on a synchronous subagent it waits for: the rule of agentproc.checkins."""
+        return checkins.offline_answer(tools.ctx.name, check)
 
     @staticmethod
     def _subagent(turn: Turn, tools: ToolBox) -> TurnOutcome:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentproc import checkins
 from agentproc.models.base import ModelContext, Turn, TurnOutcome
 from agentproc.tools import ToolBox
 from ipc.plans import review_plan
@@ -87,6 +88,11 @@ class OfflineLead:
         self.asked: set[str] = set()  # teammates sent a shutdown request
         self.spawned: list[str] = []  # teammates it started: the only ones it sends away
         self.done = False
+
+    @staticmethod
+    def check_in(check: checkins.CheckIn, tools: ToolBox) -> bool:
+        """A check-in on a synchronous subagent it waits for: the rule of agentproc.checkins."""
+        return checkins.offline_answer(tools.ctx.name, check)
 
     # ------------------------------------------------------------ turns
 

@@ -17,12 +17,13 @@ from agentproc.tools import shells
 from agentproc.tools.base import Tool, ToolFailure, as_json
 from ipc import control
 from ipc.agents import resolve as resolve_agent_type
+from ipc.errors import NotFound
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.replies import SpawnReply, SubagentReply, SubagentResult
-from ipc.subagents import MAX_RESULT_CHARS, ForkBase, usage_text, write_fork_base
+from ipc.subagents import MAX_RESULT_CHARS, ForkBase, to_background, usage_text, write_fork_base
 from ipc.subagents import find as find_subagent
 from ipc.subagents import read as read_result
-from ipc.tool_inputs import AgentInput, AgentMode, TaskOutputInput, TaskStopInput
+from ipc.tool_inputs import AgentInput, AgentMode, TaskBackgroundInput, TaskOutputInput, TaskStopInput
 
 
 def _permission(mode: AgentMode | None) -> tuple[str, bool]:
@@ -253,3 +254,25 @@ def _task_stop(ctx: AgentContext, args: TaskStopInput) -> str:
 
 TASK_OUTPUT = Tool("TaskOutput", TaskOutputInput, _task_output, kind="coordination")
 TASK_STOP = Tool("TaskStop", TaskStopInput, _task_stop, kind="coordination")
+
+
+def _task_background(ctx: AgentContext, args: TaskBackgroundInput) -> str:
+    """Its call at a check-in is read by the check-in itself (agentproc.check_in); a call in
+    a turn finds no synchronous subagent waiting (the turn waits on none), so it can only
+    confirm one already in the background."""
+    task_id = args.task_id
+    try:
+        result = read_result(ctx.paths, task_id)
+    except NotFound:
+        raise ToolFailure(f"{ctx.name} has no subagent {task_id!r}") from None
+    if result.parent != ctx.name:
+        raise ToolFailure(f"{task_id} is not a subagent of {ctx.name}")
+    if result.status != "running":
+        raise ToolFailure(f"{task_id} is not running (it {result.status}): nothing to move")
+    to_background(ctx.paths, task_id, by="its parent's model (TaskBackground)")
+    ctx.background.add(task_id)
+    message = f"{task_id} runs in the background; its result arrives as a <task-notification>."
+    return as_json({"task_id": task_id, "status": "running", "message": message})
+
+
+TASK_BACKGROUND = Tool("TaskBackground", TaskBackgroundInput, _task_background, kind="coordination")
