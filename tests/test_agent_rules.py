@@ -531,6 +531,7 @@ def test_enter_plan_mode_and_a_delegating_lead(tmp_path: Path) -> None:
         "Agent",
         "TaskOutput",
         "TaskStop",
+        "TaskBackground",  # its model's answer at a check-in on a synchronous subagent
     }
     refused = lead.call("Bash", {"command": "touch y"})
     assert refused.is_error and "delegate mode" in refused.content and not (tmp_path / "y").exists()

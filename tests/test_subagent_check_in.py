@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 
 from agentproc import checkins
-from ipc import agents
+from agentproc.channel import PollChannel
+from agentproc.context import AgentContext
+from agentproc.permissions import NoAskPolicy
+from agentproc.tools import ToolBox
+from agentproc.tools.agent import TASK_BACKGROUND
+from agentproc.transcript import Transcript
+from ipc import agents, subagents
+from ipc.launch import LaunchSpec
+from ipc.paths import TeamPaths
+from ipc.replies import SubagentResult
 from ipc.usage import ledger_path, read_ledger
 from supervisor import Team
 from tests.fake_anthropic import (
@@ -97,6 +106,49 @@ def test_the_offline_rule_moves_a_subagent_whose_description_or_prompt_says_back
     assert checkins.offline_answer("alice", check(description="slow build, background ok"))
     assert checkins.offline_answer("alice", check(prompt="`make` (may run in the Background)"))
     assert not checkins.offline_answer("alice", check(description="backgrounds", prompt="`make`"))
+
+
+def test_its_progress_is_its_latest_text_else_its_tool_calls_from_its_sidechain(tmp_path: Path) -> None:
+    paths = TeamPaths(tmp_path, "t")
+    paths.team_dir.mkdir(parents=True)
+    assert checkins.progress(paths, "alice", "sub-1") == ""  # no transcript yet
+    Transcript(paths, "alice", sidechain="sub-1").append("assistant", [{"type": "text", "text": "Reading."}])
+    call = {"type": "tool_use", "id": "x", "name": "Bash", "input": {"command": "make " + "x" * 900}}
+    Transcript(paths, "alice", sidechain="sub-1").append("assistant", [call])
+    Transcript(paths, "alice", sidechain="sub-2").append("assistant", [{"type": "text", "text": "other"}])
+    Transcript(paths, "alice").append("assistant", [{"type": "text", "text": "the parent's own"}])
+    shown = checkins.progress(paths, "alice", "sub-1")
+    assert shown.startswith('(calling Bash {"command": "make xxx') and len(shown) < 400
+
+
+def test_task_background_in_a_turn_only_confirms_a_running_subagent_of_its_own(tmp_path: Path) -> None:
+    paths = TeamPaths(tmp_path, "t")
+    paths.team_dir.mkdir(parents=True)
+    spec = LaunchSpec(
+        agent_id="alice@t",
+        agent_name="alice",
+        team_name="t",
+        agent_color="blue",
+        parent_session_id="s",
+        root=str(tmp_path),
+        cwd=str(tmp_path),
+        wake="poll",
+    )
+    ctx = AgentContext(spec=spec, channel=PollChannel())
+    tools = ToolBox(ctx, [TASK_BACKGROUND], NoAskPolicy())
+    subagents.write(paths, SubagentResult(id="sub-1", parent="alice"))
+    subagents.write(paths, SubagentResult(id="sub-2", parent="bob"))
+    subagents.write(paths, SubagentResult(id="sub-3", parent="alice", status="completed"))
+    moved = tools.call("TaskBackground", {"task_id": "sub-1"})
+    assert not moved.is_error and "sub-1" in ctx.background
+    assert subagents.read(paths, "sub-1").moved_by == "its parent's model (TaskBackground)"
+    for sub, why in (
+        ("sub-2", "not a subagent of alice"),
+        ("sub-3", "not running"),
+        ("sub-9", "no subagent"),
+    ):
+        refused = tools.call("TaskBackground", {"task_id": sub})
+        assert refused.is_error and why in refused.content
 
 
 def results(request: dict[str, Any]) -> dict[str, str]:

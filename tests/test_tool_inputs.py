@@ -15,6 +15,7 @@ from agentproc.models import ModelContext, Turn
 from agentproc.models.anthropic_model import AnthropicModel
 from agentproc.permissions import ModePolicy
 from agentproc.tools import ALL_TOOLS, ToolBox, toolbox_for
+from agentproc.tools.agent import TASK_BACKGROUND
 from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
 from agentproc.transcript import Transcript
 from ipc import agents, tool_inputs
@@ -22,7 +23,7 @@ from ipc.launch import LaunchSpec
 from ipc.tool_inputs import SendMessageInput
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 
-TOOLS = [*ALL_TOOLS, TEAM_CREATE, TEAM_DELETE]
+TOOLS = [*ALL_TOOLS, TEAM_CREATE, TEAM_DELETE, TASK_BACKGROUND]
 
 
 def context(root: Path, team: str, name: str = "alice") -> AgentContext:
