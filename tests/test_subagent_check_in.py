@@ -31,6 +31,7 @@ from tests.fake_anthropic import (
     last_user_content,
     last_user_text,
     text,
+    text_of,
     tool_uses,
 )
 from tests.runtime_helpers import nothing_left_under
@@ -195,16 +196,22 @@ def lead(root: Path, monkeypatch: pytest.MonkeyPatch, script: Any) -> tuple[Team
 def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: dict[str, Any] = {"notifications": []}
+    seen: dict[str, Any] = {"notifications": [], "subagent": 0, "offers": []}
+    work = f"echo run >> {root}/runs; while [ ! -e {root}/gate ]; do sleep 0.1; done; echo finished"
 
     def script(request: dict[str, Any], n: int) -> Reply:
         done, turn = results(request), last_user_text(request)
+        if "You are a subagent" in text_of(request["system"]):  # a model of its own, on this server
+            seen["subagent"] += 1
+            return text(done["w"]) if "w" in done else tool_uses(("w", "Bash", {"command": work}))
         if "[check-in" in turn:
-            seen["offer"] = turn
+            seen["offers"].append(turn)
+            if "(calling Bash" not in turn:  # its progress shows it at work: then, not before
+                return text("wait")
             sub = turn.split("subagent ", 1)[1].split()[0]
             return tool_uses(("bg", "TaskBackground", {"task_id": sub}))
         if "GOAL" in turn and not done:
-            return tool_uses(("s1", "Agent", helper(root)))
+            return tool_uses(("s1", "Agent", {"description": "helper", "prompt": "Run the work."}))
         if "s1" in done:
             seen["s1"] = json.loads(done["s1"])
             (root / "gate").touch()  # only now may it end: it ran on in the background
@@ -217,16 +224,23 @@ def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
     team, api, billed = lead(root, monkeypatch, script)
     launched = seen["s1"]
     assert launched["status"] == "async_launched" and "Moved to the background" in launched["message"]
-    assert '"task_id": "' + launched["agentId"] + '"' in seen["offer"]
-    # Its result came once, and it ran once: one run, one record, no second start.
+    *declined, offer = seen["offers"]
+    assert '"task_id": "' + launched["agentId"] + '"' in offer
+    assert all("(calling Bash" not in d for d in declined)  # it had not got that far yet
+    # Its result came once, and it ran once: one request stream (its call, then its answer),
+    # one run of its command, one record.
     (note,) = seen["notifications"]
     assert "<status>completed</status>" in note and "finished" in note and launched["agentId"] in note
-    assert (root / "runs").read_text() == "run\n"
+    assert seen["subagent"] == 2 and (root / "runs").read_text() == "run\n"
     assert len(list((team.paths.team_dir / "subagents").glob("*.json"))) == 1
+    record = json.loads(team.paths.subagent_result(launched["agentId"]).read_text())
+    number = len(seen["offers"])
+    assert record["moved_by"] == f"its parent's model at check-in {number}" and record["check_ins"] == number
     # The check-in is the lead's first request, its Agent call and the offer: same system
     # and tools (TaskBackground among them), so it reads from the cache all the first wrote.
-    (first, first_usage), (side, side_usage) = billed[0], billed[1]
-    assert "[check-in" in json.dumps(side["messages"][-1]) and api.requests[1] is side
+    mine = [(r, u) for r, u in billed if "You are team-lead" in text_of(r["system"])]
+    (first, first_usage), (side, side_usage) = mine[0], mine[1]
+    assert "[check-in" in json.dumps(side["messages"][-1])
     assert strip(side["system"]) == strip(first["system"]) and strip(side["tools"]) == strip(first["tools"])
     assert "TaskBackground" in {t["name"] for t in first["tools"]}
     assert strip(side["messages"][:-2]) == strip(first["messages"])
@@ -237,9 +251,7 @@ def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
     # Not a turn of the conversation; its usage is the lead's like any request's.
     assert "[check-in" not in team.paths.transcript("team-lead").read_text()
     (tokens,) = read_ledger(ledger_path(team.paths, "team-lead")).values()
-    assert tokens.requests == len(api.requests)
-    record = json.loads(team.paths.subagent_result(launched["agentId"]).read_text())
-    assert record["moved_by"] == "its parent's model at check-in 1" and record["check_ins"] == 1
+    assert tokens.requests == len(mine)
     nothing_left_under(root)
 
 
