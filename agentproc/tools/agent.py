@@ -1,5 +1,5 @@
-"""The Agent tool (2.1.330's name; 2.1.38 calls it Task), and TaskOutput and TaskStop for
-background subagents.
+"""The Agent tool (2.1.330's name; 2.1.38 calls it Task), TaskOutput and TaskStop for
+background subagents, and agentteams' TaskBackground (a check-in's answer, agentproc.checkins).
 
 With ``name`` (and a team), the lead spawns a teammate; otherwise any agent but a subagent
 starts a subagent (a teammate's ``name`` names it): synchronously (its final text is the
@@ -257,7 +257,7 @@ TASK_STOP = Tool("TaskStop", TaskStopInput, _task_stop, kind="coordination")
 
 
 def _task_background(ctx: AgentContext, args: TaskBackgroundInput) -> str:
-    """Its call at a check-in is read by the check-in itself (agentproc.check_in); a call in
+    """Its call at a check-in is read by the check-in itself (agentproc.checkins); a call in
     a turn finds no synchronous subagent waiting (the turn waits on none), so it can only
     confirm one already in the background."""
     task_id = args.task_id
