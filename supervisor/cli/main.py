@@ -23,7 +23,7 @@ from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import arguments, exits
 from supervisor.cli.arguments import SKIPPED, Parser, budget_arguments, global_options, struct_arguments
-from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, command_of, exit_now
+from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, VIEWS, command_of, exit_now
 from supervisor.client.busy import DEFAULT_ROWS
 
 EFFORT_HELP = (
@@ -349,6 +349,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     rows_option(watch, "teammates (printed to a pipe; a terminal's height decides there)")
 
+    if want(*VIEWS):
+        from supervisor.cli import look_commands
+
+        look_commands.add_parsers(cmd, sub)
     if want("engine"):
         from supervisor.cli import engine_commands
 
