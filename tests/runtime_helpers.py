@@ -138,3 +138,8 @@ def nothing_left_under(root: Path, timeout: float = 10.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not left, f"processes left running: {left}"
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` and its bytes: equal before and after means nothing changed."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

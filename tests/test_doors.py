@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import msgspec
 import pytest
 from mcp_types import TextContent
@@ -24,8 +23,8 @@ from supervisor.client.doors import DOORS, NOT_OFFERED
 from supervisor.client.operations import TABLE
 from supervisor.client.team import Team
 from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
-from supervisor.web.app import web_app
 from supervisor.web.routes import ROUTES
+from tests.web_helpers import request
 
 TOP = Path(__file__).resolve().parents[1]
 
@@ -166,16 +165,10 @@ def test_the_mcp_lead_side_runs_the_operations_it_lacked(team: Team) -> None:
 
 
 def test_http_shows_a_worktree_diff(team: Team, tmp_path: Path) -> None:
-    async def get(path: str) -> httpx2.Response:
-        app = web_app(tmp_path / "r", token="k", allowed_hosts=None)
-        transport = httpx2.ASGITransport(app=app)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-            return await client.get(path, headers={"Authorization": "Bearer k"})
-
-    found = anyio.run(get, "/api/v1/teams/t/members/ada/diff")
+    found = request(tmp_path / "r", "GET", "/api/v1/teams/t/members/ada/diff")
     assert found.status_code == 200, found.text
     assert msgspec.convert(found.json(), worktrees.WorktreeDiff).changed == ["b.txt"]
-    missing = anyio.run(get, "/api/v1/teams/t/members/bob/diff")
+    missing = request(tmp_path / "r", "GET", "/api/v1/teams/t/members/bob/diff")
     assert missing.status_code == 404 and missing.json()["error"].startswith("'bob' has no worktree")
 
 

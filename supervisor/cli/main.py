@@ -30,6 +30,7 @@ EFFORT_HELP = (
     "the effort its model requests ask for (the API's output_config.effort; default: the model's own)"
 )
 MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
+UPDATE = "a permission request: a permission update the teammate keeps, as JSON (given again: another)"
 
 LEAD_HELP = """\
 the goal, for the offline lead (the default model): numbered steps, one per line, each
@@ -216,21 +217,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     background = cmd(sub, "background", "move a running synchronous subagent to the background")
     background.add_argument("team")
     background.add_argument("subagent", help="its id (sub-...), as ps shows it")
-    permit = cmd(
-        sub,
-        "permit",
-        "add permission rules or directories to running teammates, for their session "
-        "(Claude Code's team_permission_update)",
-    )
-    permit.add_argument("team")
-    permit.add_argument("name", help="a teammate, or '*' for every teammate")
-    permit.add_argument(
-        "rules", nargs="*", help="Claude Code's rules, e.g. 'Bash(npm test:*)' 'Edit(src/**)'"
-    )
-    permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
-    permit.add_argument(
-        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
-    )
+    if want("permit"):
+        from supervisor.cli import commands
+
+        commands.add_permit_parser(cmd, sub)
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")
@@ -314,6 +304,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "--input", default=None, help="JSON: the tool input to use instead (permission requests)"
             )
             answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+            answer.add_argument(
+                "--update", dest="updates", type=arguments.json_value, action="append", help=UPDATE
+            )
             answer.add_argument(
                 "--always",
                 action="store_true",

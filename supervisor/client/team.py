@@ -199,11 +199,17 @@ class Team(TeamHandle):
         rules: list[str] | None = None,
         behavior: Literal["allow", "deny", "ask"] = "allow",
         directories: list[str] | None = None,
+        updates: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """Add permission rules (``"Bash(npm test:*)"``, as ``behavior``) or directories to a
-        running teammate (every one for ``*``) for the rest of its session; who it went to."""
+        running teammate (every one for ``*``) for the rest of its session, or send it Claude
+        Code's permission ``updates`` (``{"type": "setMode", "mode": "plan", …}``); who it went to."""
         change = io.UpdatePermissions(
-            name=name, rules=rules or [], behavior=behavior, directories=directories or []
+            name=name,
+            rules=rules or [],
+            behavior=behavior,
+            directories=directories or [],
+            updates=updates or [],
         )
         return operations.update_permissions(self, change).names
 
