@@ -6,7 +6,6 @@ here. Then the operations that were missing at a door, called there. In-process:
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from supervisor.client.operations import TABLE
 from supervisor.client.team import Team
 from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
 from supervisor.web.routes import ROUTES
+from tests.runtime_helpers import git_repo
 from tests.web_helpers import request
 
 TOP = Path(__file__).resolve().parents[1]
@@ -106,24 +106,11 @@ def test_a_member_session_offers_no_lead_only_operation() -> None:
 # ---------------------------------------------------------------- the operations that were missing
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(cwd), *args],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture
 def team(tmp_path: Path) -> Any:
     """A team (down) with a member ``ada`` whose worktree has a new file, one message each
     way, and a task."""
-    repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "a.txt").write_text("one\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = git_repo(tmp_path / "project", {"a.txt": "one\n"})
     team = Team.create("t", root=tmp_path / "r", cwd=str(repo))
     team.store.add_member("ada", cwd=str(repo))
     tree = worktrees.create(team.paths, "ada", str(repo))
