@@ -145,8 +145,8 @@ class TeamConfigStore:
                 raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
             data, config = found
             result = change(config)
-            atomic_write(self.path, encode_config(config, read_object(data) if data else None))
-            self._cached = None
+            written = atomic_write(self.path, encode_config(config, read_object(data) if data else None))
+            self._cached = (written, config)  # the next read, set_active's look among them, decodes nothing
             self._last_good = config
             return result
 

@@ -16,10 +16,22 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from ipc.permission_updates import PermissionUpdate
 from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, Task
 
 TaskId = Annotated[str, Meta(pattern=r"^[0-9]{1,12}$", description="a task number, e.g. '7'")]
 TaskState = Literal["pending", "in_progress", "completed", "deleted"]
+# Claude Code's permission updates as a door takes them: JSON objects, each checked by
+# ipc.permission_updates.parse in the operation, so every door refuses a wrong one in the same words.
+RawUpdates = Annotated[
+    list[dict[str, Any]],
+    Meta(
+        description="Claude Code's permission updates: {type: addRules|replaceRules|removeRules, rules: "
+        "[{toolName, ruleContent?}], behavior: allow|deny|ask, destination: session|localSettings|"
+        "projectSettings|userSettings}, {type: setMode, mode, destination}, or {type: "
+        "addDirectories|removeDirectories, directories, destination}"
+    ),
+]
 
 
 class NoInput(Struct, forbid_unknown_fields=True):
@@ -285,11 +297,12 @@ class UpdatePermissions(Struct, kw_only=True, forbid_unknown_fields=True):
     ] = []
     behavior: Literal["allow", "deny", "ask"] = "allow"
     directories: Annotated[list[str], Meta(description="working directories to add")] = []
+    updates: RawUpdates = []
 
 
 class PermissionsUpdated(Struct, kw_only=True):
     names: list[str]  # the teammates it was sent to
-    updates: list[dict[str, Any]]  # Claude Code's permission updates, as sent
+    updates: list[PermissionUpdate]  # Claude Code's permission updates, as sent
 
 
 class Push(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -370,12 +383,7 @@ class AnswerRequest(Struct, kw_only=True, forbid_unknown_fields=True):
             description="a permission request: also apply its suggestions, so that calls like it stop asking"
         ),
     ] = False
-    permission_updates: Annotated[
-        list[dict[str, Any]] | None,
-        Meta(
-            description="a permission request: Claude Code's permission updates (addRules, addDirectories, setMode...)"
-        ),
-    ] = None
+    permission_updates: RawUpdates | None = None  # a permission request's, kept by the teammate
 
 
 class Requests(Struct, kw_only=True):

@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import msgspec
 
 from ipc.boundary import decode_errors, os_errors, reason
 from ipc.errors import StorageError
+from ipc.osproc import alive
 from ipc.paths import DIR_MODE, FILE_MODE
 from ipc.settings import env
 
@@ -71,28 +73,48 @@ def set_write_hook(hook: WriteHook | None) -> None:
     _write_hook = hook
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (caller holds the lock). Mode 0600."""
+def atomic_write(path: Path, data: bytes) -> FileKey:
+    """Replace ``path`` with ``data`` atomically (caller holds the lock). Mode 0600. Returns
+    the written file's key (:func:`file_key`), taken from the file itself before it took
+    ``path``'s name: a stat after could see another writer's file."""
     with atomic_write_from(path) as write:
-        write(data)
+        key = write(data)
+    return key
 
 
 @contextlib.contextmanager
-def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], None]]:
+def _becoming(tmp: Path, path: Path, intact: str) -> Iterator[None]:
+    """A block that writes ``tmp`` and renames it to ``path``: if it fails, ``tmp`` is removed
+    (nothing is left half-made), and an OSError is said as StorageError naming ``path``."""
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StorageError(f"could not write {path}: {reason(exc)}{intact}") from exc
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], FileKey]]:
     """Replace ``path`` atomically with what is written through the function this yields,
-    piece by piece (caller holds the lock); if the block raises, ``path`` is left as it was."""
+    piece by piece (caller holds the lock); if the block raises, ``path`` is left as it was.
+    Each piece written returns the file's key as it then is."""
     ensure_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     mode = durability()
-    try:
+    with _becoming(tmp, path, "; the previous version is intact"):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)  # umask may have narrowed it; never widened
 
-            def write(data: bytes) -> None:
+            def write(data: bytes) -> FileKey:
                 if _write_hook is not None:
                     _write_hook(path, data)
                 _write_all(fd, data)
+                info = os.fstat(fd)  # a rename keeps the inode, mtime and size
+                return (info.st_ino, info.st_mtime_ns, info.st_size)
 
             yield write
             if mode != "none":
@@ -102,14 +124,6 @@ def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], None]]:
         os.replace(tmp, path)
         if mode == "full":
             _fsync_dir(path.parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise StorageError(f"could not write {path}: {reason(exc)}; the previous version is intact") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def write_at(fd: int, path: Path, offset: int, data: bytes) -> None:
@@ -175,6 +189,8 @@ def rewrite(path: Path, data: bytes, *, grow: bool = True) -> None:
 _spares: dict[Path, Path] = {}
 _spare_count = itertools.count()
 _spares_removed_at_exit = False
+_SPARE = re.compile(r"^\.spare\.([0-9]+)\.[0-9]+$")
+_looked_for_dead: set[Path] = set()  # directories whose dead processes' spares were removed
 
 
 def create(path: Path, data: bytes) -> None:
@@ -190,7 +206,7 @@ def create(path: Path, data: bytes) -> None:
     except OSError:
         atomic_write(path, data)
         return
-    try:
+    with _becoming(spare, path, ""):
         try:
             if _write_hook is not None:
                 _write_hook(path, data)
@@ -198,14 +214,6 @@ def create(path: Path, data: bytes) -> None:
         finally:
             os.close(fd)
         os.rename(spare, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(spare)
-        raise StorageError(f"could not write {path}: {reason(exc)}") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(spare)
-        raise
 
 
 def make_spare(directory: Path) -> None:
@@ -214,6 +222,9 @@ def make_spare(directory: Path) -> None:
     when the process exits."""
     if directory in _spares or durability() != "none":
         return
+    if directory not in _looked_for_dead:
+        _looked_for_dead.add(directory)
+        _remove_dead_spares(directory)
     spare = directory / f".spare.{os.getpid()}.{next(_spare_count)}"
     try:
         fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
@@ -226,6 +237,21 @@ def make_spare(directory: Path) -> None:
         atexit.register(_remove_spares)
         _spares_removed_at_exit = True
     _spares[directory] = spare
+
+
+def _remove_dead_spares(directory: Path) -> None:
+    """The spares of processes that are gone (killed before they could remove their own):
+    made by this code, as their name says, so this code's to remove. Once per process and
+    directory: a listing of a task list costs as much as many creates."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        found = _SPARE.match(name)
+        if found is not None and not alive(int(found.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(directory / name)
 
 
 def _remove_spares() -> None:

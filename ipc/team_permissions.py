@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipc import permission_updates
 from ipc.clock import now_iso
 from ipc.errors import InvalidInput
 from ipc.messaging import Messenger, clean_recipient
 from ipc.options import PERMISSION_MODES, check_permission_mode
 from ipc.paths import normalise_agent_name
-from ipc.permission_rules import BEHAVIORS, Rule
+from ipc.permission_updates import PermissionUpdate
 from ipc.schemas import LEAD_NAME, ModeSetRequest, TeamPermissionUpdate
 
 EVERYONE = ("*", "@team", "")
@@ -33,31 +34,22 @@ def set_mode(messenger: Messenger, name: str, mode: str) -> str:
     return member
 
 
-def updates(rules: list[str], behavior: str, directories: list[str]) -> list[dict[str, Any]]:
+def updates(
+    rules: list[str], behavior: str, directories: list[str], given: list[Any] | None = None
+) -> list[PermissionUpdate]:
     """Claude Code's permission updates, for the session, of rules (``Bash(npm test:*)``)
-    and directories; InvalidInput naming the first one that is wrong."""
-    if behavior not in BEHAVIORS:
-        raise InvalidInput(f"behavior {behavior!r}; use one of {', '.join(BEHAVIORS)}")
-    parsed = []
-    for rule in rules:
-        try:
-            parsed.append(Rule.parse(rule))
-        except ValueError as exc:
-            raise InvalidInput(f"permission rule {rule!r}: {exc}") from None
-    if not parsed and not directories:
-        raise InvalidInput("give at least one permission rule (e.g. 'Bash(npm test:*)') or directory")
-    out: list[dict[str, Any]] = []
-    if parsed:
-        listed = [
-            {"toolName": r.tool, **({"ruleContent": r.specifier} if r.specifier else {})} for r in parsed
-        ]
-        out.append({"type": "addRules", "rules": listed, "behavior": behavior, "destination": "session"})
-    if directories:
-        out.append({"type": "addDirectories", "directories": directories, "destination": "session"})
+    and directories, then ``given`` (updates as JSON objects, each checked); InvalidInput
+    naming the first one that is wrong."""
+    out = permission_updates.add_rules(rules, behavior, directories)
+    out += permission_updates.parse_all(given or [])
+    if not out:
+        raise InvalidInput(
+            "give at least one permission rule (e.g. 'Bash(npm test:*)'), directory or permission update"
+        )
     return out
 
 
-def update_permissions(messenger: Messenger, name: str, changes: list[dict[str, Any]]) -> list[str]:
+def update_permissions(messenger: Messenger, name: str, changes: list[PermissionUpdate]) -> list[str]:
     """Send each change to ``name`` (every teammate for ``*``) as a team_permission_update;
     the teammates it went to."""
     config = messenger.store.read()
@@ -75,11 +67,11 @@ def update_permissions(messenger: Messenger, name: str, changes: list[dict[str, 
             raise InvalidInput("the lead's permissions come from its settings files; name a teammate or '*'")
         names = [messenger.store.require_member(member).name]
     for change in changes:
-        rules = change.get("rules") or [{}]
+        rules = getattr(change, "rules", None)
         body = TeamPermissionUpdate(
-            permission_update=change,
+            permission_update=permission_updates.as_object(change),
             directory_path=cwd,
-            tool_name=str(rules[0].get("toolName", "")),
+            tool_name=rules[0].tool_name if rules else "",
             from_=LEAD_NAME,
             timestamp=now_iso(),
         )

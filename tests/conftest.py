@@ -69,3 +69,22 @@ def pids_alive(pids: list[int]) -> list[int]:
             continue
         alive.append(pid)
     return alive
+
+
+@pytest.fixture
+def fake_api_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For agents on the fake Messages API (tests.agent_helpers.serve): a key, and no retries
+    (its answers are scripted: a retry would only replay one)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
+
+
+@pytest.fixture
+def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of the test's own: the user's settings, agents and CLAUDE.md are read from it
+    (and an API key is set, as the user's shell would)."""
+    home = tmp_path / "userhome"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return home

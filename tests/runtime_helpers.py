@@ -138,3 +138,28 @@ def nothing_left_under(root: Path, timeout: float = 10.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not left, f"processes left running: {left}"
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` and its bytes: equal before and after means nothing changed."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """``git -C cwd ARGS`` as a user with a name; its output."""
+    env_args = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    done = subprocess.run(
+        ["git", *env_args, "-C", str(cwd), *args], check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def git_repo(path: Path, files: dict[str, str]) -> Path:
+    """A repository at ``path`` whose one commit, on main, holds ``files``."""
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "first")
+    return path

@@ -37,22 +37,11 @@ from ipc.schemas import (
 from supervisor import Team
 from supervisor.cli.main import build_parser
 from supervisor.daemon.specs import TeamContext, subagent_spec, teammate_spec
+from tests.agent_helpers import LEAD_MODEL, define, launch_spec, serve
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_result_ids, tool_uses
 from tests.runtime_helpers import cli, running_team, wait_for
 
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "userhome"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-
-
-def define(cwd: Path, name: str, front: str, body: str = "You help.") -> None:
-    folder = cwd / ".claude" / "agents"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.md").write_text(f"---\nname: {name}\n{front}\n---\n{body}\n")
+pytestmark = pytest.mark.usefixtures("own_home")
 
 
 def said(api: FakeAnthropic, marker: str) -> list[dict[str, Any]]:
@@ -63,20 +52,14 @@ def said(api: FakeAnthropic, marker: str) -> list[dict[str, Any]]:
 
 
 def agent(
-    cwd: Path, agent_type: str = "general-purpose", extra: tuple[Tool[Any], ...] = (), **fields: Any
+    cwd: Path,
+    agent_type: str = "general-purpose",
+    extra: tuple[Tool[Any], ...] = (),
+    name: str = "a",
+    **fields: Any,
 ) -> AgentRunner:
-    given: dict[str, Any] = {"agent_id": "a@t", "agent_name": "a", "model": "anthropic:claude-test", **fields}
-    spec = LaunchSpec(
-        team_name="t",
-        agent_color="blue",
-        parent_session_id="s",
-        agent_type=agent_type,
-        root=str(cwd),
-        cwd=str(cwd),
-        wake="poll",
-        **given,
-    )
-    return AgentRunner(spec, PollChannel(), policy=ModePolicy(), extra=extra)
+    given: dict[str, Any] = {"model": LEAD_MODEL, "agent_type": agent_type, "wake": "poll", **fields}
+    return AgentRunner(launch_spec(cwd, "t", name, **given), PollChannel(), policy=ModePolicy(), extra=extra)
 
 
 def test_effort_from_a_definition_or_a_spawn_reaches_the_api(
@@ -86,8 +69,7 @@ def test_effort_from_a_definition_or_a_spawn_reaches_the_api(
     ``output_config.effort``, a spawn's wins, and it survives the trip through the member
     entry and the launch spec (a restart starts it so)."""
     define(tmp_path, "thinker", "effort: high")
-    with FakeAnthropic(lambda request, n: text("Ready.")) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(lambda request, n: text("Ready."), monkeypatch) as api:
         for runner in (agent(tmp_path, "thinker"), agent(tmp_path, "thinker", effort="low"), agent(tmp_path)):
             assert not runner.take_turn(Turn(kind="user", text="hello")).failure_reason
     assert [r.get("output_config") for r in api.requests] == [{"effort": "high"}, {"effort": "low"}, None]
@@ -179,11 +161,8 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
     def script(request: dict[str, Any], n: int) -> Reply:
         return tool_uses(*calls) if not tool_result_ids(request) else text("Done.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        lead = agent(
-            tmp_path, role="lead", agent_name="team-lead", agent_id="team-lead@t", extra=(LEAD_SEND_MESSAGE,)
-        )
+    with serve(script, monkeypatch) as api:
+        lead = agent(tmp_path, name="team-lead", role="lead", extra=(LEAD_SEND_MESSAGE,))
         assert not lead.take_turn(Turn(kind="user", text="tighten ada")).failure_reason
     results = api.requests[-1]["messages"][-1]["content"]
     assert not any(r.get("is_error") for r in results), results
@@ -198,7 +177,7 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
     }
     member = team.config().member("ada")
     assert member is not None and member.permission_mode == "plan"
-    teammate = agent(tmp_path, agent_name="ada", agent_id="ada@t")
+    teammate = agent(tmp_path, name="ada")
     refused = teammate.tools.call(
         "SendMessage", {"type": "mode_set_request", "recipient": "ada", "mode": "bypassPermissions"}
     )
@@ -256,8 +235,7 @@ def test_a_definitions_mcp_servers_are_started_and_their_tools_offered(
             return text("Done.")
         return tool_uses(("sum", "mcp__calc__add", {"a": 2, "b": 3}))
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch) as api:
         runner = agent(tmp_path, "counter", allowed_tools="mcp__calc")
         try:
             assert not runner.take_turn(Turn(kind="user", text="add")).failure_reason

@@ -14,8 +14,8 @@ from agentproc import hooks
 from ipc import subagents as subagents_file
 from ipc.paths import TeamPaths
 from ipc.replies import SubagentResult
+from tests.agent_helpers import LEAD_MODEL, define, serve
 from tests.fake_anthropic import (
-    FakeAnthropic,
     Reply,
     last_user_text,
     message,
@@ -25,9 +25,9 @@ from tests.fake_anthropic import (
     tool_uses,
 )
 from tests.runtime_helpers import running_team
-from tests.test_agent_rules import _home, define, runner, settings
+from tests.test_agent_rules import runner, settings
 
-__all__ = ["_home"]  # the autouse fixture: a home of each test's own
+pytestmark = pytest.mark.usefixtures("own_home")
 
 
 # ---------------------------------------------------------------- 7. hooks
@@ -49,8 +49,7 @@ def test_a_prompt_hook_asks_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     hook = {"type": "prompt", "prompt": "Do the tests pass? $ARGUMENTS"}
     settings(tmp_path / ".claude" / "settings.json", {"hooks": {"TaskCompleted": [{"hooks": [hook]}]}})
     answers = iter(['{"ok": false, "reason": "the tests fail"}', 'Sure. {"ok": true}'])
-    with FakeAnthropic(lambda request, n: text(next(answers))) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(lambda request, n: text(next(answers)), monkeypatch) as api:
         ctx = runner(tmp_path).ctx
         first = hooks.run(ctx, "TaskCompleted", {"task_id": "7"})
         assert first.blocked and first.feedback == "TaskCompleted hook feedback: the tests fail"
@@ -97,13 +96,11 @@ def test_definition_hooks_subagent_start_and_stop_and_an_agent_hook(
             )
         return text("Ready.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
-            task = team.tasks.create("Check and finish")
-            team.wake("*")
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
+    with serve(script, monkeypatch) as api, running_team(root) as team:
+        team.spawn("ada", prompt="hello", model=LEAD_MODEL)
+        task = team.tasks.create("Check and finish")
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
     results = {r["messages"][-1]["content"][0]["tool_use_id"]: r for r in api.requests if tool_result_ids(r)}
     assert results["sub"]["messages"][-1]["content"][0]["content"].startswith(
         "Summary: all good.\n\nagentId: "
@@ -180,13 +177,11 @@ def test_subagents_are_continued_by_message_and_by_resume_with_claude_codes_resu
             )
         return text("Ready.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
-            task = team.tasks.create("Count")
-            team.wake("*")
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
+    with serve(script, monkeypatch), running_team(root) as team:
+        team.spawn("ada", prompt="hello", model=LEAD_MODEL)
+        task = team.tasks.create("Count")
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
     failed = seen["f1"]
     assert failed.get("is_error") and "Its partial result:\npartial so far" in failed["content"]
     counted = seen["s1"]["content"]

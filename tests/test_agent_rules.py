@@ -18,22 +18,17 @@ from agentproc.permissions import ModePolicy, apply_updates, suggestions
 from agentproc.runner import AgentRunner
 from agentproc.tools import ToolBox
 from ipc import agents, claude_code
-from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.launch import SupervisorOptions
 from ipc.options import SubagentOptions
 from ipc.permission_rules import Call, Rule, matches
 from ipc.schemas import IdleNotification, Member, PermissionRequest, TeamConfig, parse_body
 from supervisor import Team
 from supervisor.daemon.specs import TeamContext, subagent_spec
-from tests.fake_anthropic import (
-    FakeAnthropic,
-    Reply,
-    last_user_text,
-    text,
-    text_of,
-    tool_result_ids,
-    tool_uses,
-)
+from tests.agent_helpers import LEAD_MODEL, define, launch_spec, serve
+from tests.fake_anthropic import Reply, last_user_text, text, text_of, tool_result_ids, tool_uses
 from tests.runtime_helpers import cli, running_team, wait_for
+
+pytestmark = pytest.mark.usefixtures("own_home")
 
 ALL_WORK = {
     "Bash",
@@ -49,34 +44,8 @@ ALL_WORK = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A home of the test's own: the user's settings, agents and CLAUDE.md are read from it."""
-    home = tmp_path / "userhome"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-
-
-def define(cwd: Path, name: str, front: str, body: str = "You help.") -> None:
-    folder = cwd / ".claude" / "agents"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.md").write_text(f"---\nname: {name}\n{front}\n---\n{body}\n")
-
-
 def runner(cwd: Path, agent_type: str = "general-purpose", mode: str = "") -> AgentRunner:
-    spec = LaunchSpec(
-        agent_id="a@t",
-        agent_name="a",
-        team_name="t",
-        agent_color="blue",
-        parent_session_id="s",
-        agent_type=agent_type,
-        permission_mode=mode,
-        root=str(cwd),
-        cwd=str(cwd),
-        wake="poll",
-    )
+    spec = launch_spec(cwd, agent_type=agent_type, permission_mode=mode, wake="poll")
     return AgentRunner(spec, PollChannel(), policy=ModePolicy())
 
 
@@ -250,21 +219,19 @@ def test_an_approval_always_stops_the_same_question_end_to_end(
             return tool_uses(("r1", "Read", {"file_path": str(outside / "a.txt")}))
         return text("Ready.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test")
-            task = team.tasks.create("Read both files")
-            team.wake("*")
-            asked = wait_for(lambda: team.pending_requests(), timeout=30)
-            assert isinstance(asked[0], PermissionRequest)
-            assert asked[0].permission_suggestions[0]["type"] == "addDirectories"
-            team.approve(asked[0].request_id, always=True)
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
-            second = next(r for r in api.requests if tool_result_ids(r) == ["r2"])
-            assert "beta" in json.dumps(second["messages"][-1]["content"])
-            requests = [m for m in team.inbox("team-lead").history() if "permission_request" in m.text]
-            assert len(requests) == 1
+    with serve(script, monkeypatch) as api, running_team(root) as team:
+        team.spawn("ada", prompt="hello", model=LEAD_MODEL)
+        task = team.tasks.create("Read both files")
+        team.wake("*")
+        asked = wait_for(lambda: team.pending_requests(), timeout=30)
+        assert isinstance(asked[0], PermissionRequest)
+        assert asked[0].permission_suggestions[0]["type"] == "addDirectories"
+        team.approve(asked[0].request_id, always=True)
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+        second = next(r for r in api.requests if tool_result_ids(r) == ["r2"])
+        assert "beta" in json.dumps(second["messages"][-1]["content"])
+        requests = [m for m in team.inbox("team-lead").history() if "permission_request" in m.text]
+        assert len(requests) == 1
 
 
 # ---------------------------------------------------------------- 2. no cap on tool rounds; the model's output limit
@@ -293,37 +260,33 @@ def test_a_turn_is_not_capped_and_asks_for_the_models_output_limit(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AGENTTEAMS_MAX_TOKENS", raising=False)
-    with FakeAnthropic(rounds_script(60)) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-sonnet-4-5")
-            task = team.tasks.create("Sixty steps")
-            team.wake("*")
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
-            assert sum(1 for r in api.requests if tool_result_ids(r)[:1] == ["step-60"]) == 1
-            assert {r["max_tokens"] for r in api.requests} == {64_000}
-            assert all(r.get("stream") is True for r in api.requests)  # a long output outlasts a timeout
+    with serve(rounds_script(60), monkeypatch) as api, running_team(root) as team:
+        team.spawn("ada", prompt="hello", model="anthropic:claude-sonnet-4-5")
+        task = team.tasks.create("Sixty steps")
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=60)
+        assert sum(1 for r in api.requests if tool_result_ids(r)[:1] == ["step-60"]) == 1
+        assert {r["max_tokens"] for r in api.requests} == {64_000}
+        assert all(r.get("stream") is True for r in api.requests)  # a long output outlasts a timeout
 
 
 def test_a_definitions_max_turns_is_the_cap(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     define(root, "brief", "maxTurns: 3")
-    with FakeAnthropic(rounds_script(10)) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="brief")
-            task = team.tasks.create("Ten steps")
-            team.wake("*")
-            notes = wait_for(
-                lambda: [
-                    b
-                    for m in team.inbox("team-lead").history()
-                    if isinstance(b := parse_body(m.text), IdleNotification) and b.idle_reason == "failed"
-                ],
-                timeout=30,
-            )
-            assert "maxTurns (3)" in str(notes[0].failure_reason)
-            assert {r["max_tokens"] for r in api.requests} == {32_000}  # a model not in the table
-            assert team.tasks.get(task.id).status != "completed"
+    with serve(rounds_script(10), monkeypatch) as api, running_team(root) as team:
+        team.spawn("ada", prompt="hello", model=LEAD_MODEL, agent_type="brief")
+        task = team.tasks.create("Ten steps")
+        team.wake("*")
+        notes = wait_for(
+            lambda: [
+                b
+                for m in team.inbox("team-lead").history()
+                if isinstance(b := parse_body(m.text), IdleNotification) and b.idle_reason == "failed"
+            ],
+            timeout=30,
+        )
+        assert "maxTurns (3)" in str(notes[0].failure_reason)
+        assert {r["max_tokens"] for r in api.requests} == {32_000}  # a model not in the table
+        assert team.tasks.get(task.id).status != "completed"
 
 
 # ---------------------------------------------------------------- 5. modes kept
@@ -446,16 +409,14 @@ def test_a_definition_is_read_whole_with_claude_md_and_the_team_context(
             return tool_uses(("spawn", "Agent", agent))
         return text("Ready.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        with running_team(root) as team:
-            team.spawn("ada", prompt="hello", model="anthropic:claude-test", agent_type="scribe")
-            member = team.config().member("ada")
-            assert member is not None and member.color == "purple"
-            task = team.tasks.create("Watch the build")
-            team.wake("*")
-            team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
-            after = next(r for r in api.requests if tool_result_ids(r) == ["spawn"])
+    with serve(script, monkeypatch) as api, running_team(root) as team:
+        team.spawn("ada", prompt="hello", model=LEAD_MODEL, agent_type="scribe")
+        member = team.config().member("ada")
+        assert member is not None and member.color == "purple"
+        task = team.tasks.create("Watch the build")
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+        after = next(r for r in api.requests if tool_result_ids(r) == ["spawn"])
     first = api.requests[0]
     assert text_of(first["messages"][0]["content"]).startswith("Check your memory first.\n\n")
     system = text_of(first["system"])

@@ -20,18 +20,11 @@ from ipc.options import SubagentOptions
 from ipc.schemas import Member, TeamConfig
 from supervisor import Team
 from supervisor.daemon.specs import TeamContext, subagent_spec
-from tests.fake_anthropic import (
-    FakeAnthropic,
-    Reply,
-    last_user_text,
-    text,
-    text_of,
-    tool_result_ids,
-    tool_uses,
-)
+from tests.agent_helpers import LEAD_MODEL, launch_spec, serve, write_definition
+from tests.fake_anthropic import Reply, last_user_text, text, text_of, tool_result_ids, tool_uses
 from tests.runtime_helpers import cli, nothing_left_under
 
-LEAD_MODEL = "anthropic:claude-test"
+pytestmark = pytest.mark.usefixtures("own_home", "fake_api_env")
 REVIEWER = {
     "description": "Reviews code",
     "prompt": "You review code and never change it.",
@@ -41,20 +34,8 @@ REVIEWER = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "userhome"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
-
-
 def define(folder: Path, name: str, front: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.md").write_text(
-        f"---\nname: {name}\ndescription: from {folder}\n{front}\n---\nBody.\n"
-    )
+    write_definition(folder, name, f"description: from {folder}\n{front}", "Body.")
 
 
 def test_json_fields_map_onto_the_same_definition_as_frontmatter() -> None:
@@ -146,8 +127,7 @@ def test_a_lead_spawns_a_teammate_of_a_json_defined_type_with_its_tools(
             return tool_uses(("s1", "Agent", spawn))
         return text("The reviewer is ready.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch) as api:
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead(
             "GOAL: get a reviewer.", model=LEAD_MODEL, timeout=60, agents={"reviewer": REVIEWER}
@@ -182,16 +162,7 @@ def test_a_claude_code_teammate_is_given_the_teams_agents(
     assert json.loads(given) == {"reviewer": REVIEWER} and agents_json(given) == given
     with pytest.raises(InvalidInput, match="JSON text or a dict"):
         agents_json(["reviewer"])
-    spec = LaunchSpec(
-        agent_id="a@t",
-        agent_name="a",
-        team_name="t",
-        agent_color="blue",
-        parent_session_id="s",
-        root=str(tmp_path),
-        cwd=str(tmp_path),
-        agents=given,
-    )
+    spec = launch_spec(tmp_path, agents=given)
     assert LaunchSpec.from_argv(spec.to_argv(), spec.to_env()).agents == given  # what a teammate reads
     (tmp_path / "claude").write_text("")
     monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(tmp_path / "claude"))

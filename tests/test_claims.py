@@ -12,9 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 import pytest
 from msgspec import UNSET
@@ -23,13 +21,11 @@ from ipc import TaskList, link
 from ipc.errors import LockTimeout
 from ipc.locks import locked
 from ipc.paths import TeamPaths
-from ipc.poller import close_context, context
 from ipc.schemas import Task, dump_json
 from ipc.storage import atomic_write
-from ipc.wake import Waker, on_call
-from supervisor.daemon.child import Child
-from supervisor.daemon.reactor import Reactor
+from ipc.wake import on_call
 from supervisor.daemon.router import Router
+from tests.router_helpers import Roster, frames_to, routing, said
 from tests.runtime_helpers import running_team, wait_for
 
 
@@ -173,38 +169,10 @@ def test_a_teammate_idle_through_a_burst_takes_the_shared_prefix_not_every_task(
 # ---------------------------------------------------------------- the supervisor hands out claims
 
 
-@dataclass
-class Named:
-    name: str
-
-
-@dataclass
-class Roster:
-    idle_names: list[str] = field(default_factory=list)
-
-    def idle(self) -> list[Child]:
-        return cast(list[Child], [Named(n) for n in self.idle_names])
-
-    def on_hello(self, name: str) -> None:
-        pass
-
-    def on_state(self, name: str, state: str, task: str) -> None:  # as the children's: held is idle
-        if state != "running" and name not in self.idle_names:
-            self.idle_names.append(name)
-        if state == "running" and name in self.idle_names:
-            self.idle_names.remove(name)
-
-
 @pytest.fixture
 def handing(
     tmp_path: Path,
 ) -> Iterator[tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]]]:
-    ctx = context()
-    waker = Waker(tmp_path, ctx=ctx)
-    reactor = Reactor()
-    router = Router(reactor, ctx, tmp_path, waker)
-    roster = Roster()
-    router.roster = roster
     claimed: list[tuple[str, str]] = []
     taken = {"9"}  # a task someone else claimed first
 
@@ -213,32 +181,9 @@ def handing(
         claimed.extend(done)
         return done
 
-    router.hand_out = hand_out
-    agents = {}
-    for name in ("ann", "bob"):
-        router.open(name)
-        agents[name] = link.AgentLink(ctx, tmp_path, name)
-        agents[name].send(link.Hello(agent=name, pid=1))
-        wait_for(lambda name=name: router.links[name].receive(), 5)
-    try:
+    with routing(tmp_path, ("ann", "bob")) as (router, roster, agents):
+        router.hand_out = hand_out
         yield router, roster, agents, claimed
-    finally:
-        for agent in agents.values():
-            agent.close()
-        router.close()
-        waker.close()
-        reactor.close()
-        close_context(ctx)
-
-
-def frames_to(agent: link.AgentLink) -> list[link.Frame]:
-    return cast(list[link.Frame], wait_for(agent.receive, 5))
-
-
-def said(router: Router, agent: link.AgentLink, name: str, frame: link.Frame) -> None:
-    agent.send(frame)
-    wait_for(lambda: router.links[name].socket.poll(0), 5)
-    router._on_link(name)  # what the reactor calls when the link is readable
 
 
 def test_ready_tasks_are_claimed_for_idle_teammates_and_queued_for_the_next(

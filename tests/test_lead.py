@@ -20,34 +20,11 @@ from ipc.schemas import PlanApprovalResponse, parse_body
 from ipc.tasks import TaskList
 from supervisor import Team
 from supervisor.client.lead_runner import LeadRun
-from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, last_user_text, text, tool_uses
+from tests.agent_helpers import LEAD_MODEL, results, secret_outside, serve
+from tests.fake_anthropic import Reply, last_user_text, text, tool_uses
 from tests.runtime_helpers import alive, cli, nothing_left_under, running_team, wait_for
 
-LEAD_MODEL = "anthropic:claude-test"
-
-
-@pytest.fixture(autouse=True)
-def _api_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
-
-
-def serve(script: Any, monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
-    api = FakeAnthropic(script)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-    return api
-
-
-def results(request: dict[str, Any]) -> dict[str, tuple[str, bool]]:
-    """The tool results of the request's last user message: id -> (content, is_error)."""
-    content = last_user_content(request)
-    if not isinstance(content, list):
-        return {}
-    return {
-        b["tool_use_id"]: (b["content"], bool(b.get("is_error")))
-        for b in content
-        if b.get("type") == "tool_result"
-    }
+pytestmark = pytest.mark.usefixtures("fake_api_env")
 
 
 def turn_text(request: dict[str, Any]) -> str:
@@ -251,9 +228,7 @@ def test_the_lead_model_rejects_a_plan_once_with_feedback_then_approves_it(
 def test_a_permission_request_reaches_the_lead_as_a_turn_and_its_answer_unblocks_the_teammate(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("from outside\n")
+    outside = secret_outside(tmp_path)
     copied = root / "copied.txt"
     asked: list[str] = []
 

@@ -49,6 +49,15 @@ LEAD_TOOLS = SPEC_TOOLS | {
     "set_mode",
     "update_permissions",
     "background_subagent",
+    "task_delete",
+    "team_messages",
+    "restart_teammate",
+    "push",
+    "diff",
+    "read_log",
+    "read_transcript",
+    "usage",
+    "ps",
 }
 NEVER = "600"  # the fallback poll: far beyond every deadline here, so only a wake can pass
 

@@ -16,11 +16,8 @@ from ipc.replies import SubagentResult
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import LEAD_TOOLS, MEMBER_TOOLS, Door
+from tests.runtime_helpers import files
 from tests.web_helpers import serving
-
-
-def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def fails(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -29,6 +29,7 @@ from ipc.subagents import ForkBase, read_fork_base, take_answer, write_fork_base
 from ipc.subagents import ask as put_ask
 from ipc.subagents import read as read_record
 from ipc.subagents import write as write_record
+from tests.agent_helpers import launch_spec
 
 CALL = [
     {"type": "text", "text": "Two helpers."},
@@ -38,19 +39,7 @@ CALL = [
 
 
 def spec(root: Path, team: str, name: str = "sub-1") -> LaunchSpec:
-    return LaunchSpec(
-        agent_id=f"{name}@{team}",
-        agent_name=name,
-        team_name=team,
-        agent_color="blue",
-        parent_session_id="s",
-        root=str(root),
-        cwd=str(root),
-        role="subagent",
-        parent="alice",
-        subagent_id=name,
-        fork=True,
-    )
+    return launch_spec(root, team, name, role="subagent", parent="alice", subagent_id=name, fork=True)
 
 
 def test_a_fork_starts_from_its_parents_conversation_through_the_call_with_placeholder_answers(
@@ -114,18 +103,7 @@ def test_the_fork_gate_is_a_team_option_passed_to_every_agent() -> None:
 
 
 def parent(root: Path, team: str, role: str) -> AgentContext:
-    name = "team-lead" if role == "lead" else "alice"
-    flags = LaunchSpec(
-        agent_id=f"{name}@{team}",
-        agent_name=name,
-        team_name=team,
-        agent_color="blue",
-        parent_session_id="s",
-        root=str(root),
-        cwd=str(root),
-        wake="poll",
-        role=role,  # type: ignore[arg-type]
-    )
+    flags = launch_spec(root, team, "team-lead" if role == "lead" else "alice", wake="poll", role=role)
     ctx = AgentContext(spec=flags, channel=PollChannel())
     ctx.tool_named = {t.name: t for t in ALL_TOOLS}.get
     return ctx

@@ -16,27 +16,12 @@ import pytest
 
 from ipc.schemas import PermissionRequest
 from supervisor import Team
-from tests.fake_anthropic import (
-    FakeAnthropic,
-    PromptCache,
-    Reply,
-    last_user_content,
-    last_user_text,
-    text,
-    text_of,
-    tool_uses,
-)
+from tests.agent_helpers import LEAD_MODEL, define, results, secret_outside, serve
+from tests.fake_anthropic import PromptCache, Reply, last_user_text, text, text_of, tool_uses
 from tests.runtime_helpers import nothing_left_under, running_team, wait_for
 
-LEAD_MODEL = "anthropic:claude-test"
 # Each test starts a lead and subagents that import the SDK: several seconds on a loaded machine.
-pytestmark = pytest.mark.heavy
-
-
-@pytest.fixture(autouse=True)
-def _api_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
+pytestmark = [pytest.mark.heavy, pytest.mark.usefixtures("fake_api_env")]
 
 
 class Billed:
@@ -50,17 +35,6 @@ class Billed:
         usage = self.cache(request)
         self.seen.append((request, usage))
         return usage
-
-
-def results(request: dict[str, Any]) -> dict[str, tuple[str, bool]]:
-    content = last_user_content(request)
-    if not isinstance(content, list):
-        return {}
-    return {
-        b["tool_use_id"]: (b["content"], bool(b.get("is_error")))
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    }
 
 
 def is_fork(request: dict[str, Any]) -> bool:
@@ -105,8 +79,7 @@ def test_a_fork_shares_its_parents_prefix_reads_it_from_the_cache_and_cannot_for
         return text("?")
 
     billed = Billed()
-    with FakeAnthropic(script, usage=billed) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch, usage=billed):
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead("GOAL: count the files.", model=LEAD_MODEL, timeout=60, fork_subagents=True)
     assert result.stopped_by == "done", result
@@ -137,9 +110,7 @@ def test_a_fork_shares_its_parents_prefix_reads_it_from_the_cache_and_cannot_for
 def test_a_forks_permission_requests_bubble_up_to_the_lead_approved_it_goes_on_denied_it_stops_cleanly(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("from outside\n")
+    outside = secret_outside(tmp_path)
     seen: dict[str, Any] = {"asked": []}
 
     def copy(name: str) -> str:
@@ -168,8 +139,7 @@ def test_a_forks_permission_requests_bubble_up_to_the_lead_approved_it_goes_on_d
             return tool_uses(("p", "SendMessage", answer))
         return text("Waiting for the forks.")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead("GOAL: copy the file in.", model=LEAD_MODEL, timeout=60, fork_subagents=True)
     assert result.stopped_by == "done", result
@@ -187,6 +157,13 @@ def test_a_forks_permission_requests_bubble_up_to_the_lead_approved_it_goes_on_d
 def sync_helper(prompt: str, **extra: Any) -> dict[str, Any]:
     """Agent tool input for an offline synchronous subagent (no SDK to import: it starts fast)."""
     return {"description": "helper", "prompt": prompt, "model": "offline", **extra}
+
+
+def asker_and_secret(root: Path, tmp_path: Path) -> Path:
+    """A file outside the project, and an agent type ``asker`` whose permission requests
+    bubble up to its parent: a subagent of that type must ask to read it."""
+    define(root, "asker", "permissionMode: bubble", "You copy files.")
+    return secret_outside(tmp_path)
 
 
 def running_subagent(team: Team) -> str:
@@ -228,8 +205,7 @@ def test_a_synchronous_subagent_moved_to_the_background_by_a_person_or_a_timeout
 
     # The second helper outlasts the lead's auto-background timeout; the first, a person moves sooner.
     monkeypatch.setenv("AGENTTEAMS_AUTO_BACKGROUND", "4")
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(root))
         helper = threading.Thread(target=person, args=(team,))
         helper.start()
@@ -252,12 +228,7 @@ def test_a_synchronous_subagent_moved_to_the_background_by_a_person_or_a_timeout
 def test_a_bubbling_synchronous_subagent_goes_to_the_background_so_that_the_lead_can_answer_it(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("from outside\n")
-    agents = root / ".claude" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "asker.md").write_text("---\nname: asker\npermissionMode: bubble\n---\nYou copy files.\n")
+    outside = asker_and_secret(root, tmp_path)
     seen: dict[str, Any] = {}
 
     def script(request: dict[str, Any], n: int) -> Reply:
@@ -278,8 +249,7 @@ def test_a_bubbling_synchronous_subagent_goes_to_the_background_so_that_the_lead
             return text("Copied.")
         return text("ok")
 
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead("GOAL: copy it in.", model=LEAD_MODEL, timeout=60)
     assert result.stopped_by == "done", result
@@ -293,12 +263,7 @@ def test_a_bubbling_synchronous_subagent_goes_to_the_background_so_that_the_lead
 def test_a_teammates_bubbling_subagent_asks_through_it_and_the_lead_answers_as_for_the_teammate(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("from outside\n")
-    agents = root / ".claude" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "asker.md").write_text("---\nname: asker\npermissionMode: bubble\n---\nYou copy files.\n")
+    outside = asker_and_secret(root, tmp_path)
     seen: dict[str, Any] = {}
 
     def script(request: dict[str, Any], n: int) -> Reply:
@@ -311,9 +276,8 @@ def test_a_teammates_bubbling_subagent_asks_through_it_and_the_lead_answers_as_f
             return tool_uses(("t1", "TaskUpdate", {"taskId": "1", "status": "completed"}))
         return text("ok")
 
-    api = FakeAnthropic(script)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)  # before the supervisor starts: its agents inherit it
-    with api, running_team(root) as team:
+    # Served before the supervisor starts: its agents inherit where the API is.
+    with serve(script, monkeypatch), running_team(root) as team:
         team.spawn("ada", prompt="You delegate.", model=LEAD_MODEL)
         team.tasks.create("Copy it in", "x")
         asked = wait_for(lambda: team.pending_requests(), timeout=30)[0]

@@ -18,7 +18,7 @@ import pytest
 from ipc.schemas import PermissionRequest
 from supervisor import Team
 from supervisor.web.routes import ROUTES
-from tests.runtime_helpers import cli, running_team
+from tests.runtime_helpers import cli, files, running_team
 from tests.web_helpers import TOP, Server, event_stream, serving
 
 SAMPLE = {"team": "demo", "id": "1", "name": "alice", "request_id": "perm-1-abcdefg"}
@@ -33,10 +33,6 @@ BODIES: dict[str, Any] = {
     "task_claim": {"agent": "alice"},
     "answer_request": {"approve": True},
 }
-
-
-def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def path_of(template: str) -> str:

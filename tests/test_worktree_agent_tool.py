@@ -4,43 +4,24 @@ branch; for a subagent the same field is refused in one line. In ``make test-hea
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from supervisor import Team
-from tests.fake_anthropic import FakeAnthropic, Reply, last_user_content, last_user_text, text, tool_uses
-
-
-def git(cwd: Path, *args: str) -> str:
-    env_args = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-    return subprocess.run(
-        ["git", *env_args, "-C", str(cwd), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
-def results(request: dict[str, Any]) -> dict[str, tuple[str, bool]]:
-    content = last_user_content(request)
-    if not isinstance(content, list):
-        return {}
-    return {
-        b["tool_use_id"]: (str(b["content"]), bool(b.get("is_error"))) for b in content if "tool_use_id" in b
-    }
+from tests.agent_helpers import LEAD_MODEL, results, serve
+from tests.fake_anthropic import Reply, last_user_text, text, tool_uses
+from tests.runtime_helpers import git, git_repo
 
 
 @pytest.mark.heavy  # a lead agent, its supervisor and a teammate: seconds, beyond make test's budget
+@pytest.mark.usefixtures("fake_api_env")
 def test_the_agent_tools_worktree_isolation_gives_the_teammate_its_own_worktree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "a.txt").write_text("a\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "first")
-    answers: dict[str, tuple[str, bool]] = {}
+    repo = git_repo(tmp_path / "project", {"a.txt": "a\n"})
+    answers: dict[str, tuple[Any, bool]] = {}
 
     def script(request: dict[str, Any], n: int) -> Reply:
         if "You are team-lead" not in str(request.get("system", "")):
@@ -58,14 +39,11 @@ def test_the_agent_tools_worktree_isolation_gives_the_teammate_its_own_worktree(
             )
         return text("Spawned.")
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
     root = tmp_path / "root"
-    with FakeAnthropic(script) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch):
         team = Team.create("t", root=root, cwd=str(repo))
         try:
-            team.lead("GOAL: spawn wt.", model="anthropic:claude-test", timeout=60)
+            team.lead("GOAL: spawn wt.", model=LEAD_MODEL, timeout=60)
             member = team.config().member("wt")
             assert member is not None, answers
             worktree = Path(member.cwd)

@@ -4,7 +4,6 @@ repository as its cwd, removed when it leaves clean, kept and shown by ``diff`` 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,12 @@ from ipc import worktrees
 from ipc.errors import InvalidInput
 from ipc.paths import TeamPaths
 from supervisor import Team
-from tests.runtime_helpers import cli, running_team
-
-
-def git(cwd: Path, *args: str) -> str:
-    env_args = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-    return subprocess.run(
-        ["git", *env_args, "-C", str(cwd), *args], check=True, capture_output=True, text=True
-    ).stdout
+from tests.runtime_helpers import cli, git, git_repo, running_team
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    (path / "src").mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    (path / "src" / "shared.txt").write_text("line 1\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return git_repo(tmp_path / "project", {"src/shared.txt": "line 1\n"})
 
 
 def edit_task(team: Team, owner: str, command: str) -> str:

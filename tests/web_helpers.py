@@ -14,6 +14,9 @@ from typing import Any
 
 import anyio
 import httpx2
+from starlette.applications import Starlette
+
+from supervisor.web.app import web_app
 
 TOP = Path(__file__).resolve().parents[1]
 
@@ -112,3 +115,22 @@ async def event_stream(server: Server, team: str) -> AsyncIterator[Events]:
         events = Events(response.aiter_lines())
         await events.until("hello")
         yield events
+
+
+def request(root: Path, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+    """One request to the web app in this process (no server, no port), with the token; its
+    lifespan is run, so the team handles it opened are closed again."""
+
+    async def go() -> httpx2.Response:
+        app = web_app(root, token="k", allowed_hosts=None)
+        inner = getattr(app, "app", None)  # inside the guard
+        assert isinstance(inner, Starlette)
+        async with (
+            inner.router.lifespan_context(inner),
+            httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1"
+            ) as client,
+        ):
+            return await client.request(method, path, headers={"Authorization": "Bearer k"}, **kwargs)
+
+    return anyio.run(go)

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import Tool, ToolFailure, as_json, needed
-from ipc import answers, control, team_permissions
+from ipc import answers, control, permission_updates, team_permissions
 from ipc.errors import AgentTeamsError
 from ipc.paths import normalise_team_name
 from ipc.schemas import PermissionRequest
@@ -78,7 +78,8 @@ def set_permissions(ctx: AgentContext, args: LeadSendMessageInput) -> dict[str, 
         return {"success": True, "message": f"{name} will run in {args.mode} mode from its next turn"}
     changes = team_permissions.updates(args.rules or [], args.behavior, args.directories or [])
     names = team_permissions.update_permissions(ctx.messenger, recipient, changes)
-    return {"success": True, "message": f"Sent to {', '.join(names)}", "updates": changes}
+    sent = [permission_updates.as_object(c) for c in changes]
+    return {"success": True, "message": f"Sent to {', '.join(names)}", "updates": sent}
 
 
 def answer_plan(ctx: AgentContext, args: SendMessageInput) -> dict[str, Any]:

@@ -4,6 +4,7 @@ and options derived from a Struct's fields."""
 from __future__ import annotations
 
 import argparse
+import json
 import typing
 from typing import Any, NoReturn
 
@@ -105,3 +106,12 @@ def agents_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agents", type=agents_argument, default="", metavar="JSON", help=SupervisorOptions.HELP["agents"]
     )
+
+
+def json_value(text: str) -> Any:
+    """An option's JSON (a permission update): text that is not JSON is a usage error; what
+    the value must be, the operation says (as it does at every door)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None

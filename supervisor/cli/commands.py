@@ -19,6 +19,7 @@ from ipc.options import TeammateOptions
 from ipc.paths import resolve_root
 from ipc.readable import headline
 from ipc.schemas import LEAD_NAME
+from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
@@ -181,17 +182,48 @@ def cmd_background(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_permit_parser(cmd: Callable[..., argparse.ArgumentParser], sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    permit = cmd(
+        sub,
+        "permit",
+        "add permission rules or directories to running teammates, for their session "
+        "(Claude Code's team_permission_update)",
+    )
+    permit.add_argument("team")
+    permit.add_argument("name", help="a teammate, or '*' for every teammate")
+    permit.add_argument(
+        "rules", nargs="*", help="Claude Code's rules, e.g. 'Bash(npm test:*)' 'Edit(src/**)'"
+    )
+    permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
+    permit.add_argument(
+        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
+    )
+    permit.add_argument(
+        "--update",
+        dest="updates",
+        type=json_value,
+        action="append",
+        default=[],
+        help='a permission update as JSON, e.g. \'{"type": "setMode", "mode": "plan", "destination": "session"}\'',
+    )
+
+
 def cmd_permit(args: argparse.Namespace) -> int:
     team = open_team(args)
     try:
         change = io.UpdatePermissions(
-            name=args.name, rules=args.rules, behavior=args.behavior, directories=args.directories
+            name=args.name,
+            rules=args.rules,
+            behavior=args.behavior,
+            directories=args.directories,
+            updates=args.updates,
         )
         sent = ops.update_permissions(team, change)
     finally:
         team.close()
     said = [f"{change.behavior} {' '.join(change.rules)}"] if change.rules else []
     said += [f"directories {' '.join(change.directories)}"] if change.directories else []
+    said += [u["type"] for u in change.updates]
     emit(args, sent, f"sent to {', '.join(sent.names)} for their session: {'; '.join(said)}")
     return 0
 
@@ -266,6 +298,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         updated_input=parse_input(getattr(args, "input", None)),
         permission_mode=getattr(args, "permission_mode", ""),
         always=getattr(args, "always", False),
+        permission_updates=getattr(args, "updates", None),
     )
     try:
         answered = ops.answer_request(team, request)

@@ -25,12 +25,15 @@ def command_of(argv: list[str]) -> str | None:
 
 _VALUED = ("--root", "--engine")  # the global options that take a value
 _COMMANDS, _JOBS = "supervisor.cli.commands", "supervisor.cli.jobs"
+# The table's views with no other command: their parsers are built by look_commands.
+VIEWS = ("members", "summary", "requests", "messages", "transcript", "wait")
 # Where each command is run from: only its module is imported, so that a quick command
 # (send, task) pays for none of the others' imports (the model SDK, rich, psutil, MCP, NATS).
 HOMES: dict[str, str] = {
     **dict.fromkeys(("send", "task"), "supervisor.cli.send_commands"),
     **dict.fromkeys(("demo", "run", "lead", "chat", "bench"), _JOBS),
     **dict.fromkeys(("diff", "attach"), "supervisor.cli.backend_commands"),
+    **dict.fromkeys(VIEWS, "supervisor.cli.look_commands"),
     "engine": "supervisor.cli.engine_commands",
     "mcp": "supervisor.mcp.command",
     "serve": "supervisor.web.command",
@@ -45,7 +48,7 @@ HOMES: dict[str, str] = {
 # Commands that close what they open and then end the process at once, called as a program.
 QUICK_EXIT = frozenset({"send", "task"})
 # Commands that run until stopped: a closed terminal or a kill cleans up as Ctrl-C does.
-LONG_RUNNING = frozenset({"demo", "run", "watch", "lead", "chat", "logs", "mcp", "serve"})
+LONG_RUNNING = frozenset({"demo", "run", "watch", "lead", "chat", "logs", "mcp", "serve", "wait"})
 
 
 def exit_now(code: int) -> None:

@@ -23,13 +23,14 @@ from ipc.options import PERMISSION_MODES
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import arguments, exits
 from supervisor.cli.arguments import SKIPPED, Parser, budget_arguments, global_options, struct_arguments
-from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, command_of, exit_now
+from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, VIEWS, command_of, exit_now
 from supervisor.client.busy import DEFAULT_ROWS
 
 EFFORT_HELP = (
     "the effort its model requests ask for (the API's output_config.effort; default: the model's own)"
 )
 MODE_HELP = "the lead's permission mode, which the teammates it spawns inherit (default: acceptEdits)"
+UPDATE = "a permission request: a permission update the teammate keeps, as JSON (given again: another)"
 
 LEAD_HELP = """\
 the goal, for the offline lead (the default model): numbered steps, one per line, each
@@ -216,21 +217,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     background = cmd(sub, "background", "move a running synchronous subagent to the background")
     background.add_argument("team")
     background.add_argument("subagent", help="its id (sub-...), as ps shows it")
-    permit = cmd(
-        sub,
-        "permit",
-        "add permission rules or directories to running teammates, for their session "
-        "(Claude Code's team_permission_update)",
-    )
-    permit.add_argument("team")
-    permit.add_argument("name", help="a teammate, or '*' for every teammate")
-    permit.add_argument(
-        "rules", nargs="*", help="Claude Code's rules, e.g. 'Bash(npm test:*)' 'Edit(src/**)'"
-    )
-    permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
-    permit.add_argument(
-        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
-    )
+    if want("permit"):
+        from supervisor.cli import commands
+
+        commands.add_permit_parser(cmd, sub)
     restart = cmd(sub, "restart", "start a failed or exited teammate again")
     restart.add_argument("team")
     restart.add_argument("name")
@@ -315,6 +305,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             )
             answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
             answer.add_argument(
+                "--update", dest="updates", type=arguments.json_value, action="append", help=UPDATE
+            )
+            answer.add_argument(
                 "--always",
                 action="store_true",
                 help="a permission request: also apply its suggestions, so that calls like it stop asking",
@@ -349,6 +342,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     rows_option(watch, "teammates (printed to a pipe; a terminal's height decides there)")
 
+    if want(*VIEWS):
+        from supervisor.cli import look_commands
+
+        look_commands.add_parsers(cmd, sub)
     if want("engine"):
         from supervisor.cli import engine_commands
 

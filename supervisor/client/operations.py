@@ -23,6 +23,7 @@ from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.messaging import clean_recipient
 from ipc.options import TeammateOptions
 from ipc.paths import normalise_agent_name
+from ipc.permission_updates import as_object, parse_all
 from ipc.readable import event_of
 from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, Task
@@ -330,8 +331,10 @@ def set_mode(team: TeamHandle, args: io.SetMode, actor: str) -> io.ModeSet:
 @operation("update_permissions", io.UpdatePermissions, io.PermissionsUpdated, writes=True, lead_only=True)
 def update_permissions(team: TeamHandle, args: io.UpdatePermissions, actor: str) -> io.PermissionsUpdated:
     """Add rules (allow, deny or ask) or directories to a running teammate, or to every one
-    with ``*`` (Claude Code's team_permission_update), for the rest of its session."""
-    changes = team_permissions.updates(args.rules, args.behavior, args.directories)
+    with ``*`` (Claude Code's team_permission_update), for the rest of its session; or send it
+    Claude Code's permission updates as they are (``updates``: setMode, removeRules…), each
+    checked first."""
+    changes = team_permissions.updates(args.rules, args.behavior, args.directories, args.updates)
     names = team_permissions.update_permissions(team.messenger, args.name, changes)
     return io.PermissionsUpdated(names=names, updates=changes)
 
@@ -361,6 +364,9 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
     shutdown request sent to it (approving, it leaves the team)."""
     if clean_recipient(actor) != LEAD_NAME:
         return outsiders.answer_shutdown(team, args, _member_or_lead(team, actor))
+    updates = args.permission_updates
+    if updates is not None:  # checked, then written as Claude Code writes them
+        updates = [as_object(u) for u in parse_all(updates)]
     return answers.answer(
         team.messenger,
         args.request_id,
@@ -368,7 +374,7 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
         feedback=args.feedback,
         updated_input=args.updated_input,
         permission_mode=args.permission_mode or answers.DEFAULT_PLAN_MODE,
-        permission_updates=args.permission_updates,
+        permission_updates=updates,
         always=args.always,
     )
 

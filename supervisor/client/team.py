@@ -199,11 +199,17 @@ class Team(TeamHandle):
         rules: list[str] | None = None,
         behavior: Literal["allow", "deny", "ask"] = "allow",
         directories: list[str] | None = None,
+        updates: list[dict[str, Any]] | None = None,
     ) -> list[str]:
         """Add permission rules (``"Bash(npm test:*)"``, as ``behavior``) or directories to a
-        running teammate (every one for ``*``) for the rest of its session; who it went to."""
+        running teammate (every one for ``*``) for the rest of its session, or send it Claude
+        Code's permission ``updates`` (``{"type": "setMode", "mode": "plan", …}``); who it went to."""
         change = io.UpdatePermissions(
-            name=name, rules=rules or [], behavior=behavior, directories=directories or []
+            name=name,
+            rules=rules or [],
+            behavior=behavior,
+            directories=directories or [],
+            updates=updates or [],
         )
         return operations.update_permissions(self, change).names
 
@@ -238,6 +244,32 @@ class Team(TeamHandle):
 
     def ps(self) -> TeamTree:
         return operations.ps(self, io.NoInput())
+
+    def summary(self) -> io.TeamSummary:
+        """The team at a glance: members, task counts, waiting requests, whether it is up
+        (:meth:`status` asks the running supervisor)."""
+        return operations.team_status(self, io.NoInput())
+
+    def members(self) -> list[io.MemberInfo]:
+        """The members (the lead first), with what the running supervisor knows of each."""
+        return operations.list_members(self, io.NoInput()).members
+
+    def messages(self, limit: int = 200) -> list[io.TeamMessage]:
+        """The latest ``limit`` messages of every inbox (0: all), oldest first, read flags untouched."""
+        return operations.team_messages(self, io.MessageQuery(limit=limit)).messages
+
+    def wait_for_messages(self, timeout: float = 30.0) -> list[io.Event]:
+        """The lead's new messages, the moment one lands (marked read), as readable events;
+        none after ``timeout`` s. What a running supervisor acts on stays its own."""
+        return operations.wait_for_messages(self, io.WaitForMessages(timeout_s=timeout)).events
+
+    def log(self, name: str = "", lines: int = 200) -> io.Log:
+        """The last ``lines`` of the supervisor's log (0: all), or of agent ``name``'s."""
+        return operations.read_log(self, io.ReadLog(name=name, lines=lines))
+
+    def transcript(self, name: str, limit: int = 200) -> io.Transcript:
+        """An agent's last ``limit`` transcript entries: turns, tool calls and results."""
+        return operations.read_transcript(self, io.ReadTranscript(name=name, limit=limit))
 
     # ------------------------------------------------------------ a lead agent
 

@@ -31,8 +31,8 @@ class TeamFiles:
         self,
         state: TeamState,
         router: Router,
-        handle: Callable[[LaunchSpec, int], str] = lambda spec, pid: f"process:{pid}",
-        later: Callable[[float, Callable[[], None]], object] | None = None,
+        handle: Callable[[LaunchSpec, int], str],
+        later: Callable[[float, Callable[[], None]], object],
     ) -> None:
         self.state = state
         self.config = state.config
@@ -94,11 +94,6 @@ class TeamFiles:
         """A teammate began a turn (True) or went idle: ``isActive``, as Claude Code keeps it.
         Written by the supervisor, which hears every state report anyway, and coalesced: a
         burst of turns across many teammates is a few config writes, none on a turn's path."""
-        if self.later is None:
-            self._config(
-                f"{name} is {'active' if active else 'idle'}", lambda: self.config.set_active({name: active})
-            )
-            return
         if not self._marks:
             self.later(MARK_EVERY, self._write_marks)
         self._marks[name] = active

@@ -30,6 +30,7 @@ from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.readable import event_of
 from ipc.schemas import LEAD_NAME, InboxMessage, Task
 from ipc.task_rules import ClaimResult
+from ipc.worktrees import WorktreeDiff
 from supervisor.client.handle import TeamHandle
 from supervisor.client.operations import TABLE, Operation
 
@@ -49,13 +50,22 @@ MEMBER_TOOLS = (
 )
 LEAD_TOOLS = (
     *MEMBER_TOOLS[:-1],
+    "task_delete",
+    "team_messages",
     "spawn_teammate",
     "shutdown_teammate",
+    "restart_teammate",
+    "push",
     "answer_request",
     "list_requests",
     "set_mode",
     "update_permissions",
     "background_subagent",
+    "diff",
+    "read_log",
+    "read_transcript",
+    "usage",
+    "ps",
 )
 TRACE_KEY = "agentteams/returned_ns"
 PROGRESS_EVERY = 5.0  # seconds between progress notifications while a wait goes on
@@ -112,6 +122,16 @@ def text_of(name: str, result: msgspec.Struct, args: msgspec.Struct) -> str:
         return "\n\n".join(_message_line(m) for m in result.messages)
     if isinstance(result, io.TaskList):
         return "\n".join(_task_line(t) for t in result.tasks) or "No tasks."
+    if isinstance(result, io.TeamMessages):
+        lines = [f"To {m.to}{'' if m.read else ' (unread)'}: {_event_line(m.event)}" for m in result.messages]
+        return _cut("\n\n".join(lines) or "No messages.")
+    if isinstance(result, io.Log):
+        return _cut(result.text or "The log is empty.", keep_end=True)
+    if isinstance(result, WorktreeDiff):
+        changed = ", ".join(result.changed) or "nothing"
+        return _cut(
+            f"{result.name} changed {changed} ({result.commits} commit(s) on {result.branch})\n{result.diff}"
+        )
     line = ""
     if isinstance(result, io.Sent):
         line = result.message
@@ -120,8 +140,17 @@ def text_of(name: str, result: msgspec.Struct, args: msgspec.Struct) -> str:
     elif isinstance(result, Task) and name == "task_create":
         line = f"Created task {_task_line(result)}"
     body = msgspec.json.encode(result).decode()
-    text = f"{line}\n{body}" if line else body
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 20] + "… (see the result)"
+    return _cut(f"{line}\n{body}" if line else body)
+
+
+def _cut(text: str, *, keep_end: bool = False) -> str:
+    """At most MAX_TEXT characters: the start, or for a log the end (the structured content
+    has it all)."""
+    if len(text) <= MAX_TEXT:
+        return text
+    if keep_end:
+        return "(earlier lines in the result) …" + text[-(MAX_TEXT - 40) :]
+    return text[: MAX_TEXT - 20] + "… (see the result)"
 
 
 # ---------------------------------------------------------------- calls

@@ -63,6 +63,7 @@ ROUTES = [
     Route("POST", "/subagents/{subagent}/background", "background_subagent"),
     Route("POST", "/members/{name}/mode", "set_mode"),
     Route("POST", "/members/{name}/permissions", "update_permissions"),
+    Route("GET", "/members/{name}/diff", "diff"),
     Route("GET", "/messages", "team_messages"),
     Route("POST", "/messages", "send_message"),
     # Looking at an inbox over HTTP never marks it read: a GET changes nothing.
