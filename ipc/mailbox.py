@@ -28,7 +28,6 @@ from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
 from ipc.errors import InvalidInput, NotFound, StorageError
 from ipc.inbox_file import NotAnInbox, Snapshot
-from ipc.locks import is_claude_root
 from ipc.locks import locked as locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import read_object
@@ -319,10 +318,12 @@ class Mailbox:
 
         ``choose`` sees the unread (position, message) pairs and returns the index into that
         list of the one to take next, or None; up to ``limit`` are taken in one locked pass.
-        Returns them as stored (read). In a Claude Code root it looks without the lock first,
-        so that an inbox with nothing unread never holds up Claude Code's own writers.
+        Returns them as stored (read). It looks without the lock first: an inbox with nothing
+        unread costs no lock (a look for work after a task's ring), and never holds up Claude
+        Code's own writers. That look cannot miss a message it was rung for: a sender rings
+        after its write is complete.
         """
-        if is_claude_root(self.paths.root) and not self._snapshot().unread():
+        if not self._snapshot().unread():
             return []
         taken: list[InboxMessage] = []
         with locked(self.path, root=self.paths.root):

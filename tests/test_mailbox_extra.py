@@ -136,3 +136,21 @@ def test_archive_scanned_keeps_an_entry_that_is_not_a_message(root: Path, team: 
     entries, cursor = scan(mb, Cursor())
     assert archive_scanned(mb, [e for e in entries if e.message.text == "idle"], cursor) is not None
     assert b"a peer's entry" in mb.path.read_bytes() and [m.text for m in mb.unread()] == ["report"]
+
+
+def test_a_take_with_nothing_unread_takes_no_lock_and_one_with_a_message_does(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipc import locks
+    from ipc.errors import LockTimeout
+
+    mb = Mailbox(root, team, "alice")
+    mb.append(sender="bob", text="already handed over")
+    mb.mark_all_read()
+    monkeypatch.setattr(locks, "_lock_timeout", 0.2)
+    with locks.locked(mb.path, root=mb.paths.root):  # a writer (or Claude Code) holds the inbox
+        assert mb.take(lambda unread: 0) == []  # nothing unread: answered without waiting
+    mb.append(sender="bob", text="new")
+    with locks.locked(mb.path, root=mb.paths.root), pytest.raises(LockTimeout):
+        mb.take(lambda unread: 0)  # something unread: taken only under the lock
+    assert [m.text for m in mb.take(lambda unread: 0)] == ["new"]
