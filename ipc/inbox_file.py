@@ -89,38 +89,6 @@ def parse(data: bytes) -> Snapshot:
     return Snapshot(data, raws, reads)
 
 
-def parse_after(data: bytes, known: Snapshot) -> Snapshot | None:
-    """``data`` parsed as ``known`` (an earlier parse) plus the elements appended since, or
-    None when ``data`` is anything else (parse it whole). Only the new elements are parsed:
-    a take costs the same with 10 messages kept or 200. Exact: the bytes up to the end of
-    known's last element are the same, and a comma follows, so the array splits there."""
-    head = known.data.rstrip()
-    if not known.raws or not head.endswith(b"]"):
-        return None
-    cut = len(head[:-1].rstrip())
-    if data[cut : cut + 1] != b"," or memoryview(data)[:cut] != memoryview(known.data)[:cut]:
-        return None  # (memoryviews: compared in place, no copy of the file)
-    try:
-        tail = parse(b"[" + data[cut + 1 :])
-    except NotAnInbox:
-        return None  # torn: the whole parse says so, and the repair follows
-    return Snapshot(data, known.raws + tail.raws, known.reads + tail.reads)
-
-
-def flipped(snapshot: Snapshot, positions: list[int], offsets: list[int]) -> Snapshot:
-    """``snapshot`` with the entries at ``positions`` marked read in place (their flags at
-    ``offsets`` in the file), as the file now is: the ``known`` of the next parse_after."""
-    data = bytearray(snapshot.data)
-    raws, reads = list(snapshot.raws), list(snapshot.reads)
-    for position, offset in zip(positions, offsets, strict=True):
-        data[offset : offset + len(_FLIP)] = _FLIP
-        raw = bytearray(bytes(raws[position]))
-        at = false_at(bytes(raw))
-        raw[at : at + len(_FLIP)] = _FLIP
-        raws[position], reads[position] = msgspec.Raw(bytes(raw)), True
-    return Snapshot(bytes(data), raws, reads)
-
-
 class _ContentEntry(msgspec.Struct):
     """An entry that names its text ``content`` (agent-team-mail accepts that as an alias)."""
 

@@ -48,7 +48,7 @@ from ipc.storage import (
 log = logging.getLogger("agentteams.mailbox")
 
 MAX_TEXT_BYTES = 1024 * 1024
-QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see take)
+QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see _look)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
 _known_dirs: set[Path] = set()  # inbox directories seen to exist (the hot path skips the check)
 
@@ -112,7 +112,6 @@ class Mailbox:
         self.agent = normalise_agent_name(agent)
         self.path = self.paths.inbox(self.agent)
         self._quiet: tuple[FileKey | None, float] = (None, 0.0)  # see take
-        self._known: Snapshot | None = None  # the file as this reader's last take left it
 
     # ------------------------------------------------------------ reading (no lock)
 
@@ -183,14 +182,12 @@ class Mailbox:
     def _load_locked(self, seen: Snapshot | None = None) -> Snapshot:
         """The inbox as it stands (caller holds the lock); a file torn by a crash is
         repaired first, and a copy of anything that could not be kept goes beside it.
-        ``seen``: an earlier snapshot, used again for what the bytes still hold."""
+        ``seen``: a snapshot read moments ago, used again if the bytes are the same."""
         data = read_bytes(self.path)
         if data is None:
             return Snapshot(b"", [], [])
-        if seen is not None:  # read moments ago, or left by this reader's last take
-            joined = seen if data == seen.data else inbox_file.parse_after(data, seen)
-            if joined is not None:
-                return joined
+        if seen is not None and data == seen.data:
+            return seen
         try:
             return inbox_file.parse(data)
         except NotAnInbox:
@@ -327,7 +324,7 @@ class Mailbox:
                 return []
         taken: list[InboxMessage] = []
         with locked(self.path, root=self.paths.root):
-            snap = self._load_locked(seen or self._known)
+            snap = self._load_locked(seen)
             unread = self._messages(snap, snap.unread())
             picks: list[int] = []
             while unread and len(picks) < limit:
@@ -366,9 +363,7 @@ class Mailbox:
                     write_at(fd, self.path, offset, inbox_file.FLIP)
             finally:
                 os.close(fd)
-            self._known = inbox_file.flipped(snap, list(positions), offsets)
             return
-        self._known = None
         raws: list[bytes] = [bytes(r) for r in snap.raws]
         reads = list(snap.reads)
         for p in positions:
