@@ -334,11 +334,10 @@ class Mailbox:
                 position, message = unread.pop(choice)
                 picks.append(position)
                 taken.append(msgspec.structs.replace(message, read=True))
-            if picks:
-                self._mark(snap, picks)
+            now = self._mark(snap, picks) if picks else None
             if not unread:  # nothing left unread: trusted while the file stays as it is now, for
                 # QUIET_SECONDS: an append grows it, a rewrite is a new inode, a flip marks read
-                self._quiet = (file_key(self.path), time.monotonic() + QUIET_SECONDS)
+                self._quiet = (now or file_key(self.path), time.monotonic() + QUIET_SECONDS)
         return taken
 
     def take_where(
@@ -351,9 +350,9 @@ class Mailbox:
 
         return self.take(first, limit=limit)
 
-    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> None:
+    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> FileKey | None:
         """Mark entries read (caller holds the lock): in place when every flag can be flipped
-        and no archiving is due, else one rewrite."""
+        and no archiving is due (then returns the file's key as it now is), else one rewrite."""
         offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
         if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
             with os_errors(f"cannot open {self.path}"):
@@ -361,15 +360,17 @@ class Mailbox:
             try:
                 for offset in sorted(offsets):
                     write_at(fd, self.path, offset, inbox_file.FLIP)
+                info = os.fstat(fd)
             finally:
                 os.close(fd)
-            return
+            return (info.st_ino, info.st_mtime_ns, info.st_size)
         raws: list[bytes] = [bytes(r) for r in snap.raws]
         reads = list(snap.reads)
         for p in positions:
             raws[p] = inbox_file.with_read(raws[p])
             reads[p] = True
         self._write_archiving(raws, reads)
+        return None
 
     def _write_archiving(self, raws: list[bytes], reads: list[bool | None]) -> None:
         """Rewrite the inbox; past the threshold, read messages move to the archive first
