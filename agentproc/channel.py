@@ -77,10 +77,13 @@ class ZmqChannel:
         woke = Wakeup(at_ns=time.time_ns())
         if self.listener in ready:
             self.listener.drain()
+            # A task named by the ring of the process that made it: tried first (a hint; the
+            # claim is still made under the lock, and it may be gone by then).
+            woke.frames = [link.Wake(task=task) for task in self.listener.take_notes()]
         if self.engine_ring is not None and self.engine_ring.fileno() in ready:
             self.engine_ring.drain()
         if self.link in ready:
-            woke.frames = self.link.receive()
+            woke.frames += self.link.receive()
         return woke
 
     def close(self) -> None:

@@ -22,8 +22,12 @@ import itertools
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
+
+from ipc.preserve import read_object
+from ipc.schemas import InboxMessage
 
 ELEMENT_START = b"\n  {"
 READ_FALSE = b'\n    "read": false'
@@ -36,6 +40,7 @@ class _Head(msgspec.Struct):
     read: bool = False
 
 
+_message = msgspec.json.Decoder(InboxMessage)
 _raw_list = msgspec.json.Decoder(list[msgspec.Raw])
 _heads = msgspec.json.Decoder(list[_Head])
 _head = msgspec.json.Decoder(_Head)
@@ -82,6 +87,28 @@ def parse(data: bytes) -> Snapshot:
     except (msgspec.DecodeError, msgspec.ValidationError):
         reads = [read_flag(raw) for raw in raws]  # one bad entry: look at each on its own
     return Snapshot(data, raws, reads)
+
+
+class _ContentEntry(msgspec.Struct):
+    """An entry that names its text ``content`` (agent-team-mail accepts that as an alias)."""
+
+    content: str
+
+
+_content = msgspec.json.Decoder(_ContentEntry)
+
+
+def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
+    try:
+        return _message.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    try:  # the alias: the same entry with ``text`` taken from ``content`` (the file is not changed)
+        text = _content.decode(raw).content
+        fields = msgspec.json.decode(raw)
+        return msgspec.convert({**fields, "text": text}, InboxMessage)
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
+        return None
 
 
 def read_flag(raw: msgspec.Raw | bytes) -> bool | None:
@@ -226,3 +253,12 @@ def _decodes(data: bytes) -> bool:
 
 
 FLIP = _FLIP
+
+
+def with_read(raw: bytes) -> bytes:
+    """The entry with ``read: true``, every other field kept as it was."""
+    obj: dict[str, Any] | None = read_object(raw)
+    if obj is None:
+        return raw
+    obj["read"] = True
+    return msgspec.json.encode(obj)

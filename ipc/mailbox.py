@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -28,18 +28,27 @@ from ipc.clock import now_iso, now_ms
 from ipc.config import TeamConfigStore
 from ipc.errors import InvalidInput, NotFound, StorageError
 from ipc.inbox_file import NotAnInbox, Snapshot
+from ipc.inbox_file import decode_message as decode_message
 from ipc.locks import is_claude_root
 from ipc.locks import locked as locked
 from ipc.paths import TeamPaths, normalise_agent_name
-from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
 from ipc.settings import env
-from ipc.storage import append_line, atomic_write, ensure_dir, read_bytes, read_jsonl, write_at
+from ipc.storage import (
+    FileKey,
+    append_line,
+    atomic_write,
+    ensure_dir,
+    file_key,
+    read_bytes,
+    read_jsonl,
+    write_at,
+)
 
 log = logging.getLogger("agentteams.mailbox")
 
 MAX_TEXT_BYTES = 1024 * 1024
-_message = msgspec.json.Decoder(InboxMessage)
+QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see _look)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
 _known_dirs: set[Path] = set()  # inbox directories seen to exist (the hot path skips the check)
 
@@ -85,28 +94,6 @@ def new_message(
     return trust.sign_as(paths, message) if paths is not None else message
 
 
-class _ContentEntry(msgspec.Struct):
-    """An entry that names its text ``content`` (agent-team-mail accepts that as an alias)."""
-
-    content: str
-
-
-_content = msgspec.json.Decoder(_ContentEntry)
-
-
-def decode_message(raw: msgspec.Raw | bytes) -> InboxMessage | None:
-    try:
-        return _message.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
-    try:  # the alias: the same entry with ``text`` taken from ``content`` (the file is not changed)
-        text = _content.decode(raw).content
-        fields = msgspec.json.decode(raw)
-        return msgspec.convert({**fields, "text": text}, InboxMessage)
-    except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
-        return None
-
-
 class Mailbox:
     """The inbox of ``agent`` in ``team``. Usable from any process, no supervisor needed."""
 
@@ -124,6 +111,7 @@ class Mailbox:
         self.paths = paths
         self.agent = normalise_agent_name(agent)
         self.path = self.paths.inbox(self.agent)
+        self._quiet: tuple[FileKey | None, float] = (None, 0.0)  # see take
 
     # ------------------------------------------------------------ reading (no lock)
 
@@ -191,12 +179,15 @@ class Mailbox:
         """Archived messages followed by the inbox: everything ever delivered here."""
         return read_jsonl(self.paths.inbox_archive(self.agent), InboxMessage) + self.read()
 
-    def _load_locked(self) -> Snapshot:
+    def _load_locked(self, seen: Snapshot | None = None) -> Snapshot:
         """The inbox as it stands (caller holds the lock); a file torn by a crash is
-        repaired first, and a copy of anything that could not be kept goes beside it."""
+        repaired first, and a copy of anything that could not be kept goes beside it.
+        ``seen``: a snapshot read moments ago, used again if the bytes are the same."""
         data = read_bytes(self.path)
         if data is None:
             return Snapshot(b"", [], [])
+        if seen is not None and data == seen.data:
+            return seen
         try:
             return inbox_file.parse(data)
         except NotAnInbox:
@@ -319,14 +310,21 @@ class Mailbox:
 
         ``choose`` sees the unread (position, message) pairs and returns the index into that
         list of the one to take next, or None; up to ``limit`` are taken in one locked pass.
-        Returns them as stored (read). In a Claude Code root it looks without the lock first,
-        so that an inbox with nothing unread never holds up Claude Code's own writers.
+        Returns them as stored (read). An inbox unchanged since this object last left nothing
+        unread in it costs a stat (a look for work after a task's ring, a fallback poll).
         """
-        if is_claude_root(self.paths.root) and not self._snapshot().unread():
+        key = file_key(self.path)
+        if key is None or (key == self._quiet[0] and time.monotonic() < self._quiet[1]):
             return []
+        seen = None
+        if is_claude_root(self.paths.root):  # looked at first: nothing unread never holds up claude
+            seen = self._snapshot()
+            if not seen.unread():
+                self._quiet = (key, time.monotonic() + QUIET_SECONDS)  # as of before the read
+                return []
         taken: list[InboxMessage] = []
         with locked(self.path, root=self.paths.root):
-            snap = self._load_locked()
+            snap = self._load_locked(seen)
             unread = self._messages(snap, snap.unread())
             picks: list[int] = []
             while unread and len(picks) < limit:
@@ -336,8 +334,10 @@ class Mailbox:
                 position, message = unread.pop(choice)
                 picks.append(position)
                 taken.append(msgspec.structs.replace(message, read=True))
-            if picks:
-                self._mark(snap, picks)
+            now = self._mark(snap, picks) if picks else None
+            if not unread:  # nothing left unread: trusted while the file stays as it is now, for
+                # QUIET_SECONDS: an append grows it, a rewrite is a new inode, a flip marks read
+                self._quiet = (now or file_key(self.path), time.monotonic() + QUIET_SECONDS)
         return taken
 
     def take_where(
@@ -350,9 +350,9 @@ class Mailbox:
 
         return self.take(first, limit=limit)
 
-    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> None:
+    def _mark(self, snap: Snapshot, positions: Sequence[int]) -> FileKey | None:
         """Mark entries read (caller holds the lock): in place when every flag can be flipped
-        and no archiving is due, else one rewrite."""
+        and no archiving is due (then returns the file's key as it now is), else one rewrite."""
         offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
         if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
             with os_errors(f"cannot open {self.path}"):
@@ -360,15 +360,17 @@ class Mailbox:
             try:
                 for offset in sorted(offsets):
                     write_at(fd, self.path, offset, inbox_file.FLIP)
+                info = os.fstat(fd)
             finally:
                 os.close(fd)
-            return
+            return (info.st_ino, info.st_mtime_ns, info.st_size)
         raws: list[bytes] = [bytes(r) for r in snap.raws]
         reads = list(snap.reads)
         for p in positions:
-            raws[p] = _with_read(raws[p])
+            raws[p] = inbox_file.with_read(raws[p])
             reads[p] = True
         self._write_archiving(raws, reads)
+        return None
 
     def _write_archiving(self, raws: list[bytes], reads: list[bool | None]) -> None:
         """Rewrite the inbox; past the threshold, read messages move to the archive first
@@ -438,12 +440,3 @@ class Mailbox:
         """Empty the inbox (the archive is left alone)."""
         with locked(self.path, root=self.paths.root):
             atomic_write(self.path, b"[]\n")
-
-
-def _with_read(raw: bytes) -> bytes:
-    """The entry with ``read: true``, every other field kept as it was."""
-    obj: dict[str, Any] | None = read_object(raw)
-    if obj is None:
-        return raw
-    obj["read"] = True
-    return msgspec.json.encode(obj)

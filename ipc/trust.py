@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import msgspec
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ipc import ed25519
 from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError
 from ipc.paths import TeamPaths
@@ -115,19 +115,20 @@ def public_text(key: Ed25519PrivateKey, epoch_ms: int | None = None) -> str:
     return f"{now_ms() if epoch_ms is None else epoch_ms}.{b64url(der)}"
 
 
-_public_cache: dict[str, tuple[int, Ed25519PublicKey] | None] = {}
+_public_cache: dict[str, tuple[int, Ed25519PublicKey, bytes] | None] = {}
 
 
-def parse_public(text: str) -> tuple[int, Ed25519PublicKey] | None:
-    """(epoch ms, key) of a key written by :func:`public_text`; None if it is not one."""
+def parse_public(text: str) -> tuple[int, Ed25519PublicKey, bytes] | None:
+    """(epoch ms, key, its 32 bytes) of a key written by :func:`public_text`; None if it is not one."""
     if text in _public_cache:
         return _public_cache[text]
-    parsed: tuple[int, Ed25519PublicKey] | None = None
+    parsed: tuple[int, Ed25519PublicKey, bytes] | None = None
     epoch, _, der = text.partition(".")
     try:
         spki = unb64url(der)
         if epoch.isdigit() and len(spki) == len(_SPKI_PREFIX) + 32 and spki.startswith(_SPKI_PREFIX):
-            parsed = (int(epoch), Ed25519PublicKey.from_public_bytes(spki[len(_SPKI_PREFIX) :]))
+            raw = spki[len(_SPKI_PREFIX) :]
+            parsed = (int(epoch), Ed25519PublicKey.from_public_bytes(raw), raw)
     except (ValueError, TypeError):
         parsed = None
     if len(_public_cache) > 4096:
@@ -146,23 +147,15 @@ def _opt(value: Any) -> str | None:
 def payload(message: InboxMessage) -> bytes:
     """The bytes signed for ``message`` (JSON.stringify of Claude Code's array)."""
     tag = LEAD_TAG if message.from_ == LEAD_NAME else MEMBER_TAG
+    fields = [tag, _opt(message.msg_id), message.from_, message.timestamp, message.text]
     return msgspec.json.encode(
-        [
-            tag,
-            _opt(message.msg_id),
-            message.from_,
-            message.timestamp,
-            message.text,
-            _opt(message.summary),
-            _opt(message.color),
-            _opt(message.from_plugin),
-        ]
+        fields + [_opt(message.summary), _opt(message.color), _opt(message.from_plugin)]
     )
 
 
 def sign(message: InboxMessage, key: Ed25519PrivateKey) -> InboxMessage:
     """Set the entry's signature (``lead_sig`` for team-lead, ``sig`` for others)."""
-    signature = b64url(key.sign(payload(message)))
+    signature = b64url(ed25519.sign(key, payload(message)))
     if message.from_ == LEAD_NAME:
         message.lead_sig = signature
     else:
@@ -196,11 +189,8 @@ def signed_by(message: InboxMessage, keys: Iterable[str]) -> bool:
         parsed = parse_public(text)
         if parsed is None or stamped is None or stamped < parsed[0] - EPOCH_SLACK_MS:
             continue
-        try:
-            parsed[1].verify(raw, data)
+        if ed25519.verify(parsed[1], parsed[2], raw, data):
             return True
-        except InvalidSignature:
-            continue
     return False
 
 
@@ -215,14 +205,15 @@ class Keyring:
         self._keys: dict[tuple[str, str], Ed25519PrivateKey] = {}
         self._installed: set[tuple[str, str]] = set()  # given to this process, not read from a file
         self._lead_files: dict[tuple[str, str], tuple[FileKey | None, Ed25519PrivateKey | None]] = {}
+        self._lead_paths: dict[tuple[Path, str, str | None], Path] = {}
         self.lead_file_allowed = UNDER_AGENT_ENV not in os.environ
         # Makes the lead's key pair when a lead-side process first writes as the lead (set
         # by ipc.config, which knows the team's config).
         self.make_lead: Callable[[TeamPaths], None] | None = None
 
     def install(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey) -> None:
-        self._keys[(str(paths.team_dir), name)] = key
-        self._installed.add((str(paths.team_dir), name))
+        self._keys[(_team_of(paths), name)] = key
+        self._installed.add((_team_of(paths), name))
 
     def agent_process(self, paths: TeamPaths, name: str, key: Ed25519PrivateKey | None) -> None:
         """This process is the agent ``name``: it signs as itself only, and never reads the
@@ -237,14 +228,17 @@ class Keyring:
             self.install(paths, name, key)
 
     def key_for(self, paths: TeamPaths, sender: str) -> Ed25519PrivateKey | None:
-        slot = (str(paths.team_dir), sender)
+        slot = (_team_of(paths), sender)
         if sender != LEAD_NAME or slot in self._installed:
             return self._keys.get(slot)
         if not self.lead_file_allowed:
             return None
         # The lead's key file, read again whenever it changed (a team made anew, a key
         # made again after the runtime directory was cleared).
-        path = lead_key_path(paths)
+        where = (paths.root, paths.team, os.environ.get("XDG_RUNTIME_DIR"))
+        path = self._lead_paths.get(where)
+        if path is None:  # worked out once: hashing the runtime path is dear on every send
+            path = self._lead_paths[where] = lead_key_path(paths)
         identity = file_key(path)
         cached = self._lead_files.get(slot)
         if cached is not None and cached[0] == identity:
@@ -256,11 +250,15 @@ class Keyring:
 
     def forget(self, paths: TeamPaths) -> None:
         """Read the lead's key file of ``paths`` again at the next need."""
-        for slot in [s for s in self._lead_files if s[0] == str(paths.team_dir)]:
+        for slot in [s for s in self._lead_files if s[0] == _team_of(paths)]:
             del self._lead_files[slot]
 
 
 keyring = Keyring()
+
+
+def _team_of(paths: TeamPaths) -> str:
+    return f"{paths.root}\0{paths.team}"  # one team (its directory), without building a Path
 
 
 def sign_as(paths: TeamPaths, message: InboxMessage) -> InboxMessage:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,6 +32,7 @@ DEFAULT_LINGER_MS = 1000
 # runtime when no lead agent runs) and passes each wake on to a lead agent that runs.
 LEAD_AGENT = "team-lead.agent"
 _HWM = 64  # a doorbell needs no queue: one frame waiting is as good as many
+_TASK_NOTE = re.compile(rb"[0-9]{1,12}")  # what a ring may name: a task id, nothing else
 # Sockets a Waker keeps connected (the least recently rung closed past it): an agent that
 # broadcasts to a team of thousands must not hold a socket, and two files, for each.
 KEPT_SOCKETS = 128
@@ -72,13 +74,13 @@ class LazyWaker:
         self._runtime_dir = runtime_dir
         self.waker: Waker | None = None
 
-    def wake(self, agent: str) -> bool:
+    def wake(self, agent: str, note: bytes = b"") -> bool:
         if self.waker is None:
             runtime = self._runtime_dir()
             if runtime is None:
                 return False
             self.waker = Waker(runtime)
-        return self.waker.wake(agent)
+        return self.waker.wake(agent, note)
 
     def close(self) -> None:
         """Close, letting rings still in flight go out."""
@@ -103,15 +105,25 @@ class WakeListener:
                 self.socket.close(0)
                 raise
         os.chmod(self.path, 0o600)
+        self.notes: list[str] = []  # tasks named by rings (see take_notes)
 
     def drain(self) -> int:
         """Take every waiting frame; returns how many there were. (Asks the socket rather
         than reading until zmq.Again: an exception is dear on the hot path.)"""
         count = 0
         while int(self.socket.get(zmq.EVENTS)) & zmq.POLLIN:
-            self.socket.recv(zmq.NOBLOCK)
+            frame = self.socket.recv(zmq.NOBLOCK)
             count += 1
+            if frame and _TASK_NOTE.fullmatch(frame):
+                self.notes = [*self.notes[-(_HWM - 1) :], frame.decode()]
         return count
+
+    def take_notes(self) -> list[str]:
+        """The task ids rings named since the last call: a process that made a task rings
+        the on-call teammate with its id, so it tries that task first instead of looking
+        through the list. Only a hint: whoever takes it still claims it under the lock."""
+        notes, self.notes = self.notes, []
+        return notes
 
     def close(self) -> None:
         self.socket.close(0)
@@ -138,9 +150,10 @@ class Waker:
         self.sockets: OrderedDict[str, zmq.Socket[bytes]] = OrderedDict()
         self._finalizer: weakref.finalize[..., Waker] | None = None
 
-    def wake(self, agent: str) -> bool:
+    def wake(self, agent: str, note: bytes = b"") -> bool:
         """Wake ``agent``; False if it is not listening (nothing to wait for), or if no
-        socket can be had (out of files: the recipient's fallback poll reads it later)."""
+        socket can be had (out of files: the recipient's fallback poll reads it later).
+        ``note``: a task's id, for the on-call teammate (:meth:`WakeListener.take_notes`)."""
         sock = self.sockets.get(agent)
         if sock is None:
             path = socket_path(self.runtime_dir, agent)
@@ -153,7 +166,7 @@ class Waker:
         else:
             self.sockets.move_to_end(agent)
         try:
-            sock.send(b"", zmq.NOBLOCK)
+            sock.send(note, zmq.NOBLOCK)
             return True
         except zmq.ZMQError:
             return False  # its queue is full: it has plenty of wakes to read already

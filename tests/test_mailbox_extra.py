@@ -136,3 +136,51 @@ def test_archive_scanned_keeps_an_entry_that_is_not_a_message(root: Path, team: 
     entries, cursor = scan(mb, Cursor())
     assert archive_scanned(mb, [e for e in entries if e.message.text == "idle"], cursor) is not None
     assert b"a peer's entry" in mb.path.read_bytes() and [m.text for m in mb.unread()] == ["report"]
+
+
+def test_a_take_from_an_inbox_left_with_nothing_unread_takes_no_lock_and_one_with_a_message_does(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipc import locks
+    from ipc.errors import LockTimeout
+
+    mb = Mailbox(root, team, "alice")
+    mb.append(sender="bob", text="already handed over")
+    mb.mark_all_read()  # this reader left nothing unread, and the file has not changed since
+    monkeypatch.setattr(locks, "_lock_timeout", 0.2)
+    with locks.locked(mb.path, root=mb.paths.root):  # a writer (or Claude Code) holds the inbox
+        assert mb.take(lambda unread: 0) == []  # answered from a stat, without waiting
+    mb.append(sender="bob", text="new")
+    with locks.locked(mb.path, root=mb.paths.root), pytest.raises(LockTimeout):
+        mb.take(lambda unread: 0)  # something unread: taken only under the lock
+    assert [m.text for m in mb.take(lambda unread: 0)] == ["new"]
+
+
+def test_an_inbox_found_with_nothing_unread_is_read_again_once_it_changes(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipc.storage import atomic_write
+
+    def first(unread: list[tuple[int, InboxMessage]]) -> int:
+        return 0
+
+    mb = Mailbox(root, team, "alice")
+    assert mb.take(first) == []  # no file yet
+    mb.append(sender="bob", text="one")
+    assert [m.text for m in mb.take(first)] == ["one"]
+    assert mb.take(first) == []  # nothing left unread: the next look is a stat
+    mb.append(sender="bob", text="two")  # the file grows
+    assert [m.text for m in mb.take(first)] == ["two"]
+    assert mb.take(first) == []
+    data = mb.path.read_bytes()
+    unread_again = data.replace(b'"read": true ', b'"read": false')
+    assert len(unread_again) == len(data)
+    atomic_write(mb.path, unread_again)  # rewritten whole: same size, another inode
+    assert sorted(m.text for m in mb.take(first, limit=2)) == ["one", "two"]
+    assert mb.take(first) == []
+    # Flipped back in place (which no writer does): trusted unchanged for QUIET_SECONDS only.
+    monkeypatch.setattr(mailbox, "QUIET_SECONDS", 0.0)
+    assert mb.take(first) == []
+    with open(mb.path, "r+b") as f:
+        f.write(unread_again)
+    assert sorted(m.text for m in mb.take(first, limit=2)) == ["one", "two"]

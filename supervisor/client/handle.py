@@ -232,11 +232,12 @@ class TeamHandle:
             return
         if not ids:
             return
-        # The on-call teammate is rung first, straight from here (one hop); the supervisor
+        # The on-call teammate is rung first, straight from here (one hop), the ring naming
+        # the first task (it tries that one before looking through the list); the supervisor
         # hears of it and wakes others for the rest.
         runtime = self.paths.existing_runtime_dir()
         name = on_call(runtime) if runtime is not None else ""
-        rung = name if name and self._doorbell.wake(name) else ""
+        rung = name if name and self._doorbell.wake(name, ids[0].encode()) else ""
         if launcher.supervisor_pid(self.paths) is None:
             return
         try:

@@ -11,7 +11,8 @@ ready tasks for idle teammates itself, many in one locked pass, and each wake na
 that is already the teammate's. Hundreds of teammates then never queue on the task-list
 lock to claim, nor read the list to find work; ready tasks wait in order in :attr:`ready`
 until a teammate reports idle. The on-call teammate (:func:`ipc.wake.on_call`) is the
-exception: a creator rings it directly, and it claims the lowest claimable task itself.
+exception: a creator rings it directly, naming the task, and it claims that one itself (or,
+if that one is gone, the lowest claimable).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ class Router:
         idle = self._idle(now)
         woken: list[str] = []
         if rung and ids and rung in idle:
-            idle.remove(rung)  # it looks for work now: it claims the lowest, this one or older
+            idle.remove(rung)  # it claims now: this one (its ring named it) or the lowest
             self.claiming[rung] = now
             woken.append(rung)
             self.task_wakes += 1
