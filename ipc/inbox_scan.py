@@ -17,7 +17,7 @@ from ipc.inbox_file import NotAnInbox
 from ipc.locks import locked
 from ipc.mailbox import Mailbox
 from ipc.schemas import InboxMessage
-from ipc.storage import read_bytes, write_at
+from ipc.storage import read_bytes, within_a_page, write_at
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def mark_scanned(mailbox: Mailbox, entries: Sequence[Scanned]) -> list[InboxMess
             fd = os.open(mailbox.path, os.O_RDWR | os.O_CLOEXEC)
         try:
             flags = [_flag_offset(fd, e) for e in entries]
-            if all(f >= 0 for f in flags):
+            if all(f >= 0 and within_a_page(f, len(inbox_file.FLIP)) for f in flags):
                 for offset in flags:
                     write_at(fd, mailbox.path, offset, inbox_file.FLIP)
                 return marked

@@ -42,6 +42,7 @@ from ipc.storage import (
     file_key,
     read_bytes,
     read_jsonl,
+    within_a_page,
     write_at,
 )
 
@@ -266,14 +267,15 @@ class Mailbox:
 
     def _append_locked(self, entry: bytes) -> None:
         """Append one encoded entry (caller holds the lock): in place over the array's tail
-        when the file allows, else one rewrite."""
+        when the file allows and the write stays inside one page (so a kill cannot tear it),
+        else one rewrite."""
         block = inbox_file.element(entry)
         with os_errors(f"cannot open {self.path}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             size = os.fstat(fd).st_size
             plan = inbox_file.append_in_place(fd, size, block) if size else None
-            if plan is not None:
+            if plan is not None and within_a_page(plan[0], len(plan[1])):
                 write_at(fd, self.path, plan[0], plan[1])
                 return
         finally:
@@ -354,7 +356,8 @@ class Mailbox:
         """Mark entries read (caller holds the lock): in place when every flag can be flipped
         and no archiving is due (then returns the file's key as it now is), else one rewrite."""
         offsets = [inbox_file.read_flag_offset(snap, p) for p in positions]
-        if all(o >= 0 for o in offsets) and snap.read_count() + len(positions) <= archive_threshold():
+        in_place = all(o >= 0 and within_a_page(o, len(inbox_file.FLIP)) for o in offsets)
+        if in_place and snap.read_count() + len(positions) <= archive_threshold():
             with os_errors(f"cannot open {self.path}"):
                 fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
             try:

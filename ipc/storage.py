@@ -126,6 +126,16 @@ def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], FileKey]]:
             _fsync_dir(path.parent)
 
 
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def within_a_page(offset: int, length: int) -> bool:
+    """Whether a write of ``length`` bytes at ``offset`` stays inside one page of the file: the
+    kernel copies a write page by page and stops between pages on a fatal signal, so only such
+    a write is whole or absent after a kill -9 (one that crosses a page can be cut there)."""
+    return length <= 0 or offset // PAGE == (offset + length - 1) // PAGE
+
+
 def write_at(fd: int, path: Path, offset: int, data: bytes) -> None:
     """Write ``data`` at ``offset`` of the open file (caller holds the lock)."""
     try:

@@ -184,3 +184,40 @@ def test_an_inbox_found_with_nothing_unread_is_read_again_once_it_changes(
     with open(mb.path, "r+b") as f:
         f.write(unread_again)
     assert sorted(m.text for m in mb.take(first, limit=2)) == ["one", "two"]
+
+
+def _changed_span(before: bytes, after: bytes) -> tuple[int, int]:
+    """Offset and length of the bytes ``after`` differs from ``before`` in."""
+    start = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+    end = len(after)
+    while end > start and end <= len(before) and before[end - 1] == after[end - 1]:
+        end -= 1
+    return start, end - start
+
+
+def test_an_in_place_write_never_crosses_a_page_so_a_kill_cannot_tear_it(root: Path, team: str) -> None:
+    """A kill -9 stops a write only between pages: an append or a flip that would cross one
+    rewrites the file instead (a new inode), so Claude Code never reads a torn inbox."""
+    from ipc.storage import within_a_page
+
+    mb = Mailbox(root, team, "alice")
+    mb.append(sender="bob", text="first")
+    kinds = set()
+    for n in range(40):
+        before, inode = mb.path.read_bytes(), mb.path.stat().st_ino
+        mb.append(sender="bob", text=f"message {n} " + "x" * (250 + 37 * n % 200))
+        after = mb.path.read_bytes()
+        in_place = mb.path.stat().st_ino == inode
+        kinds.add(in_place)
+        if in_place:
+            assert within_a_page(*_changed_span(before, after)), f"append {n} crossed a page in place"
+    for message in mb.unread():
+        before, inode = mb.path.read_bytes(), mb.path.stat().st_ino
+        assert mb.mark_read_matching(message) is not None
+        after = mb.path.read_bytes()
+        in_place = mb.path.stat().st_ino == inode
+        kinds.add(in_place)
+        if in_place:
+            assert within_a_page(*_changed_span(before, after)), "a flip crossed a page in place"
+    assert kinds == {True, False}  # both paths were taken: the test looked at both
+    assert mb.unread() == [] and len(mb.read()) == 41
