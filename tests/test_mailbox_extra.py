@@ -188,7 +188,10 @@ def test_an_inbox_found_with_nothing_unread_is_read_again_once_it_changes(
 
 def _changed_span(before: bytes, after: bytes) -> tuple[int, int]:
     """Offset and length of the bytes ``after`` differs from ``before`` in."""
-    start = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+    start = next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )
     end = len(after)
     while end > start and end <= len(before) and before[end - 1] == after[end - 1]:
         end -= 1
