@@ -6,18 +6,32 @@ Both modes sit behind one interface, so the loop, and the benchmarks, run the sa
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ipc import control, link
 from ipc.engine import marker
 from ipc.launch import POLL_INTERVAL, LaunchSpec
 from ipc.poller import Poller, close_context, context
-from ipc.wake import WakeListener, Waker
+from ipc.wake import WakeListener, Waker, queued
 
 if TYPE_CHECKING:
     from ipc.engine.ring import EngineWakeListener
+
+
+# A fallback poll leaves the task list to the supervisor's hand-out while it changed this
+# recently: a creator writes its tasks before it tells the supervisor, which then queues them.
+TASKS_SETTLE = 2.0
+
+
+def _changed_within(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - os.stat(path).st_mtime < seconds
+    except OSError:
+        return False
 
 
 @dataclass
@@ -27,6 +41,9 @@ class Wakeup:
 
     frames: list[link.Frame] = field(default_factory=list)
     at_ns: int = 0
+    # The fallback poll, while the supervisor holds ready tasks for its hand-out (or is about
+    # to): no look at the task list (they wait for room to run, :mod:`supervisor.daemon.router`).
+    queued: bool = False
 
 
 class Channel(Protocol):
@@ -49,6 +66,8 @@ class ZmqChannel:
         runtime = spec.team_paths().runtime_dir()
         self.fallback = spec.fallback_poll
         self.ctx = context()
+        self.runtime = runtime
+        self.tasks = spec.team_paths().tasks_dir
         self.link = link.AgentLink(self.ctx, runtime, spec.agent_name)
         self.listener = WakeListener(self.ctx, runtime, spec.agent_name)
         self._waker = Waker(runtime, ctx=self.ctx, linger_ms=200)
@@ -84,6 +103,8 @@ class ZmqChannel:
             self.engine_ring.drain()
         if self.link in ready:
             woke.frames += self.link.receive()
+        elif not ready and self.handed:
+            woke.queued = queued(self.runtime) or _changed_within(self.tasks, TASKS_SETTLE)
         return woke
 
     def close(self) -> None:

@@ -105,9 +105,10 @@ class AgentLoop(AgentRunner):
             elif isinstance(frame, link.Wake) and frame.task:
                 self.task_hints.append(frame.task)
                 named = True
-        if not named:
+        if not named and not woke.queued:
             # Rung (the on-call ring, a message, a plain wake) or the fallback poll: look at
-            # the task list. A wake that names a task needs no look: the task is ours already.
+            # the task list. A wake that names a task needs no look: the task is ours already;
+            # nor a poll while the supervisor holds ready tasks to hand out.
             self.look = True
 
     def _take_permission_change(self, body: ModeSetRequest | TeamPermissionUpdate) -> None:

@@ -10,8 +10,11 @@ long ``down`` takes. A size that would not fit in the memory available now is sk
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +28,7 @@ from ipc import trace
 from ipc.errors import AgentTeamsError
 from supervisor import Team
 from supervisor.client import busy, ps
+from supervisor.daemon.router import turn_caps
 
 SIZES = (16, 256, 1024, 2048)
 QUICK_SIZES = (4, 16)
@@ -65,6 +69,30 @@ def _status(team: Team, timeout: float = 120.0) -> Any:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
+
+
+def _timed_status(team: Team, out: list[float]) -> None:
+    """One status asked of the supervisor, its wall time into ``out`` (NaN: no answer)."""
+    t0 = time.perf_counter()
+    try:
+        team.status()
+    except AgentTeamsError:
+        out.append(math.nan)
+        return
+    out.append(time.perf_counter() - t0)
+
+
+def _cli_s(root: Path, *args: str) -> float:
+    """What a person waits for: ``agentteams ARGS`` as a command, start to exit."""
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", *args, "--root", str(root)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=300,
+    )
+    return time.perf_counter() - t0
 
 
 def _completed(team: Team) -> int:
@@ -142,8 +170,9 @@ def measure(
             t0 = time.perf_counter()
             team.tasks.create_many([(f"burst {i}", "", None, None, []) for i in range(burst)])
             sender.start()
-            deadline = time.monotonic() + BURST_DEADLINE
+            deadline, asked = time.monotonic() + BURST_DEADLINE, list[float]()
             while (done := _completed(team)) < burst and time.monotonic() < deadline:
+                _timed_status(team, asked)  # is the supervisor still answering, mid-burst?
                 time.sleep(0.25)
             seconds = time.perf_counter() - t0
             sender.join()
@@ -157,6 +186,12 @@ def measure(
                         team.tasks.delete(task.id)
             row["wakes_per_task"] = (_status(team).task_wakes - before) / burst
             row["supervisor_cpu_pct_burst"] = 100 * (_cpu(sup) - cpu0) / seconds
+            answered = percentiles(asked)  # NaN (no answer) left out, and counted
+            row["status_burst_s"] = {
+                "asked": len(asked),
+                "unanswered": sum(math.isnan(a) for a in asked),
+                **{k: answered[k] for k in ("p50", "max")},
+            }
             latency = percentiles([s.latency_ms for s in spans])
             row["send_turn_ms"] = {k: latency[k] for k in ("p50", "p90", "p99")}
             row["send_turn_lost"] = few - len(spans)
@@ -174,6 +209,12 @@ def measure(
                 t0 = time.perf_counter()
                 ps.snapshot(str(root), team.name, rows)
                 row[key] = time.perf_counter() - t0
+            # The same as commands (each a fresh interpreter), the team idle, 1,000 tasks listed.
+            row["cli_s"] = {
+                "status": _cli_s(root, "status", team.name),
+                "task list": _cli_s(root, "task", "list", team.name),
+                "ps": _cli_s(root, "ps"),
+            }
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
             time.sleep(2 * settle)
             everyone = [sup, *procs]
@@ -204,6 +245,7 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
     idle = QUICK_IDLE_SECONDS if quick else IDLE_SECONDS
     samples = QUICK_SAMPLES if quick else SAMPLES
     rows: list[dict[str, Any]] = []
+    load = os.getloadavg()  # how quiet the machine was: other work inflates every figure here
     uss = 8.0  # MiB, until the first size has measured it
     for n in sizes:
         fits, why = _fits(n, uss)
@@ -218,7 +260,14 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
             break
         uss = rows[-1]["uss_mib_per_teammate"]
     hard = psutil.Process(os.getpid()).rlimit(psutil.RLIMIT_NOFILE)[1]
-    return {"rows": rows, "nofile_hard": hard, "targets": _targets(rows)}
+    return {
+        "rows": rows,
+        "nofile_hard": hard,
+        "cores": os.cpu_count(),
+        "turn_caps": {"cpu_bound": turn_caps()[True], "api": turn_caps()[False]},
+        "load_average": {"before": load, "after": os.getloadavg()},
+        "targets": _targets(rows),
+    }
 
 
 def _targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -258,6 +307,8 @@ def table(result: dict[str, Any]) -> Table:
         "idle CPU s/min (team)",
         "idle CPU s/min (sup)",
         "ps s (40 rows / all)",
+        "status mid-burst s (p50 / max)",
+        "CLI s (status / task list / ps)",
         "down s",
     )
     for col in cols:
@@ -284,9 +335,18 @@ def table(result: dict[str, Any]) -> Table:
             f"{r['idle_team_cpu_s_per_min']:.1f}",
             f"{r['idle_supervisor_cpu_s_per_min']:.2f}",
             f"{r['ps_s']:.2f} / {r['ps_all_s']:.2f}",
+            _status_cell(r.get("status_burst_s")),
+            " / ".join(f"{v:.2f}" for v in r["cli_s"].values()) if "cli_s" in r else "",
             f"{r['down_s']:.1f}",
         )
     return t
+
+
+def _status_cell(asked: dict[str, Any] | None) -> str:
+    if not asked:
+        return ""
+    missed = f", {asked['unanswered']} unanswered" if asked["unanswered"] else ""
+    return f"{asked['p50']:.2f} / {asked['max']:.2f}{missed}"
 
 
 PANELS = (
@@ -297,7 +357,7 @@ PANELS = (
     ("tasks_per_s", "burst of trivial tasks, tasks/s"),
     ("send_turn", "send → turn p50, ms: busy team, idle team"),
     ("idle_team_cpu_s_per_min", "idle team CPU, CPU-s per minute"),
-    ("ps", "agentteams ps, s: 40 rows, every row"),
+    ("ps", "what a person waits for, s"),
     ("down_s", "agentteams down, s"),
 )
 
@@ -325,8 +385,15 @@ def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
             ax.set_yscale("log")
             ax.legend(fontsize=7)
         elif key == "ps":
-            line(ax, lambda r: r.get("ps_s"), marker="o", label="40 rows")
-            line(ax, lambda r: r.get("ps_all_s"), marker="s", label="every row")
+            line(ax, lambda r: r.get("ps_s"), marker="o", label="ps, 40 rows (API)")
+            line(ax, lambda r: r.get("ps_all_s"), marker="s", label="ps, every row (API)")
+            line(
+                ax,
+                lambda r: r.get("status_burst_s", {}).get("max"),
+                marker="^",
+                label="status mid-burst, max",
+            )
+            line(ax, lambda r: r.get("cli_s", {}).get("task list"), marker="v", label="agentteams task list")
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
         else:

@@ -25,7 +25,7 @@ from ipc.clock import now_ms
 from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ipc.locks import is_claude_root, locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
-from ipc.preserve import merged, read_object
+from ipc.preserve import Merges, merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
 from ipc.storage import (
     FileKey,
@@ -41,21 +41,8 @@ _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
 
 # Member fields a caller may change with update_member (agentId and name identify it).
-_UPDATABLE = {
-    "agent_type",
-    "model",
-    "prompt",
-    "color",
-    "plan_mode_required",
-    "permission_mode",
-    "tmux_pane_id",
-    "cwd",
-    "subscriptions",
-    "backend_type",
-    "is_active",
-    "host",
-}
-
+_UPDATABLE = {"agent_type", "model", "prompt", "color", "plan_mode_required", "permission_mode"}
+_UPDATABLE |= {"tmux_pane_id", "cwd", "subscriptions", "backend_type", "is_active", "host"}
 
 log = logging.getLogger("agentteams.config")
 
@@ -65,13 +52,15 @@ def _decode(path: Path, data: bytes) -> TeamConfig:
         return _decoder.decode(data)
 
 
-def encode_config(config: TeamConfig, original: dict[str, Any] | None) -> bytes:
-    """The config as written: our fields, and every other writer's kept in place."""
-    out = merged(original, config)
+def encode_config(config: TeamConfig, original: dict[str, Any] | None, merges: Merges | None = None) -> bytes:
+    """The config as written: our fields, every other writer's kept in place (``merges``: what
+    merged last time, so a team of thousands merges only the members that changed)."""
+    out = merged(original, msgspec.structs.replace(config, members=[]))  # members below, one by one
     before: dict[Any, dict[str, Any]] = {}
     if original and isinstance(original.get("members"), list):
         before = {m.get("agentId"): m for m in original["members"] if isinstance(m, dict)}
-    out["members"] = [merged(before.get(m.agent_id), m) for m in config.members]
+    members = [(m.agent_id, before.get(m.agent_id), m) for m in config.members]
+    out["members"] = (merges or Merges()).all(members)
     return dump_json(out)
 
 
@@ -94,6 +83,7 @@ class TeamConfigStore:
         # The last config this process read or wrote whole: what a mutation rebuilds from
         # when another writer left the file torn (Claude Code 2.1.38 can, as it exits).
         self._last_good: TeamConfig | None = None
+        self._merges = Merges()
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -145,7 +135,8 @@ class TeamConfigStore:
                 raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
             data, config = found
             result = change(config)
-            written = atomic_write(self.path, encode_config(config, read_object(data) if data else None))
+            out = encode_config(config, read_object(data) if data else None, self._merges)
+            written = atomic_write(self.path, out)
             self._cached = (written, config)  # the next read, set_active's look among them, decodes nothing
             self._last_good = config
             return result
@@ -208,10 +199,11 @@ class TeamConfigStore:
         allowed_tools: str = "",
         disallowed_tools: str = "",
         effort: str = "",
+        verify_key: str = "",
     ) -> Member:
         """Add a teammate. A taken name gets ``-2``, ``-3``… (Claude Code's rule), or with
         ``rename=False`` is refused; the color follows join order. ``host``: the host it runs
-        on (a team on the engine)."""
+        on (a team on the engine); ``verify_key``: its public key (:mod:`ipc.trust`)."""
         base = normalise_agent_name(name)
         if base == LEAD_NAME:
             raise InvalidInput(f"{LEAD_NAME!r} is the lead's name; give the teammate another name")
@@ -243,6 +235,7 @@ class TeamConfigStore:
                 allowed_tools=allowed_tools or UNSET,
                 disallowed_tools=disallowed_tools or UNSET,
                 effort=effort or UNSET,
+                verify_key=verify_key or UNSET,
             )
             config.members.append(member)
             return member
@@ -291,20 +284,29 @@ class TeamConfigStore:
         return index
 
     def update_member(self, name: str, **changes: Any) -> Member:
-        unknown = set(changes) - _UPDATABLE
+        return self.update_members({name: changes})[0]
+
+    def update_members(self, changes: dict[str, dict[str, Any]]) -> list[Member]:
+        """Several members' fields in one locked write: those updated (one gone is skipped;
+        NotFound, and nothing written, if none is there)."""
+        unknown = {field for fields in changes.values() for field in fields} - _UPDATABLE
         if unknown:
             raise InvalidInput(
                 f"cannot update member field(s) {sorted(unknown)}; allowed: {sorted(_UPDATABLE)}"
             )
-        target = normalise_agent_name(name)
+        wanted = {normalise_agent_name(name): fields for name, fields in changes.items()}
 
-        def update(config: TeamConfig) -> Member:
+        def update(config: TeamConfig) -> list[Member]:
             for i, member in enumerate(config.members):
-                if member.name == target:
-                    config.members[i] = msgspec.structs.replace(member, **changes)
-                    return config.members[i]
-            known = ", ".join(m.name for m in config.members)
-            raise NotFound(f"{name!r} is not a member of team {self.team!r}; members: {known}")
+                if member.name in wanted:
+                    config.members[i] = msgspec.structs.replace(member, **wanted[member.name])
+            found = [m for m in config.members if m.name in wanted]
+            if not found:
+                known = ", ".join(m.name for m in config.members)
+                raise NotFound(
+                    f"{', '.join(changes)!r} is not a member of team {self.team!r}; members: {known}"
+                )
+            return found
 
         return self._mutate(update)
 

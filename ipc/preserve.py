@@ -7,6 +7,7 @@ as read, replaces only the fields our Struct knows, and keeps every other key in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -38,3 +39,27 @@ def merged(original: dict[str, Any] | None, updated: msgspec.Struct) -> dict[str
     for key, value in new.items():
         out.setdefault(key, value)
     return out
+
+
+class Merges:
+    """:func:`merged` for the objects of a list, each result remembered: rewriting a list of
+    thousands (a team's members) in which one changed merges only that one again."""
+
+    def __init__(self) -> None:
+        self._last: dict[Any, tuple[dict[str, Any] | None, msgspec.Struct, dict[str, Any]]] = {}
+
+    def merged(self, key: Any, original: dict[str, Any] | None, updated: msgspec.Struct) -> dict[str, Any]:
+        last = self._last.get(key)
+        if last is not None and last[1] == updated and last[0] == original:
+            return last[2]
+        out = merged(original, updated)
+        self._last[key] = (original, updated, out)
+        return out
+
+    def all(self, items: Sequence[tuple[Any, dict[str, Any] | None, msgspec.Struct]]) -> list[dict[str, Any]]:
+        """Each ``(key, original, updated)`` merged; every object not among them forgotten."""
+        out = [self.merged(key, original, updated) for key, original, updated in items]
+        if len(self._last) > len(items):
+            keys = {key for key, _, _ in items}
+            self._last = {k: v for k, v in self._last.items() if k in keys}
+        return out

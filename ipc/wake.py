@@ -53,6 +53,20 @@ def on_call(runtime_dir: Path) -> str:
         return ""
 
 
+# Non-empty while the supervisor holds ready tasks to hand out (it keeps a few turns going at
+# once): a teammate's fallback poll then leaves them to it instead of claiming one itself.
+QUEUED = "queued"
+
+
+def queued(runtime_dir: Path) -> bool:
+    """Whether the supervisor holds ready tasks back for its hand-out."""
+    try:
+        with open(runtime_dir / QUEUED, "rb") as f:
+            return bool(f.read(64).strip())  # an emptied file is padded with a space
+    except OSError:
+        return False
+
+
 def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
     # Hashed: agent names may be 64 characters, and sun_path holds only 107 bytes.
     return runtime_dir / f"{kind}-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"

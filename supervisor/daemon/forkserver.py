@@ -42,6 +42,7 @@ class SpawnOrder(msgspec.Struct):
     cwd: str
     log: str
     title: str
+    nice: int = 0  # added to the fork server's niceness (the supervisor's): teammates yield to it
 
 
 class Spawned(msgspec.Struct):
@@ -113,6 +114,8 @@ def _become_teammate(order: SpawnOrder, supervisor_pid: int, module: object) -> 
     code = 1
     try:
         os.setsid()  # its own session and process group: the supervisor can kill all of it
+        if order.nice:
+            os.nice(order.nice)  # before any thread starts: each thread has its own niceness
         deadline = time.monotonic() + 5
         while os.getppid() != supervisor_pid:  # until re-parented to the subreaper
             if time.monotonic() > deadline:

@@ -13,12 +13,20 @@ lock to claim, nor read the list to find work; ready tasks wait in order in :att
 until a teammate reports idle. The on-call teammate (:func:`ipc.wake.on_call`) is the
 exception: a creator rings it directly, naming the task, and it claims that one itself (or,
 if that one is gone, the lowest claimable).
+
+The hand-out keeps at most :attr:`Router.caps` turns going at once: a few per core for
+teammates whose model runs on this host's CPU (the offline model), many more for those
+whose turns wait on a model's API. A burst into a thousand idle offline teammates then runs
+a few dozen processes at a time instead of waking all of them at once, and the supervisor
+keeps the CPU it needs to answer. While ready tasks wait for room the queue file says so,
+and a teammate's fallback poll leaves them to the hand-out instead of claiming one itself.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,7 +40,7 @@ from ipc.errors import AgentTeamsError, StorageError
 from ipc.schemas import LEAD_NAME
 from ipc.storage import rewrite
 from ipc.tasks import TaskList
-from ipc.wake import LEAD_AGENT, ON_CALL, Waker
+from ipc.wake import LEAD_AGENT, ON_CALL, QUEUED, Waker
 from supervisor.daemon.child import Child
 from supervisor.daemon.reactor import Reactor
 
@@ -43,6 +51,20 @@ UNROUTED_WINDOW = 2.0  # seconds such a task is remembered: the race it covers l
 READY_KEPT = 100_000  # ready tasks queued for hand-out (oldest forgotten: the poll finds them)
 HAND_OUT_ROUNDS = 4  # passes when handed tasks turn out taken already (claimed by others)
 RETRY_SECONDS = 0.05  # before a hand-out that met a crowded task-list lock is tried again
+CPU_TURNS_PER_CORE = 8  # turns at once for teammates whose model runs here (the offline model)
+API_TURNS_PER_CORE = 256  # and for those whose turns mostly wait on a model's API
+CPU_TURNS_ENV = "AGENTTEAMS_CPU_TURNS"  # overrides the first: turns at once, in all
+
+
+def turn_caps() -> dict[bool, int]:
+    """Turns handed out at once, by whether the teammate's model runs on this host's CPU."""
+    cores = os.cpu_count() or 1
+    cpu = os.environ.get(CPU_TURNS_ENV, "")
+    return {
+        True: int(cpu) if cpu.isdigit() and int(cpu) > 0 else CPU_TURNS_PER_CORE * cores,
+        False: API_TURNS_PER_CORE * cores,
+    }
+
 
 HandOut = Callable[[list[tuple[str, str]]], list[tuple[str, str]]]
 
@@ -75,6 +97,10 @@ class Router:
         self.ready: OrderedDict[str, None] = OrderedDict()  # ready tasks not yet handed out
         self.held: set[str] = set()  # idle teammates that take no task now (budget, back-off)
         self.retrying = False  # a hand-out that met a crowded lock is tried again soon
+        self.caps = turn_caps()  # turns handed out at once, by cpu_bound
+        self.cpu_bound: dict[str, bool] = {}  # teammate → its model runs on this host's CPU
+        self.in_turn: set[str] = set()  # teammates whose last state report was "running"
+        self.queued = False  # what the queue file says: ready tasks wait for the hand-out
         # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
         self.on_give_back: Callable[[str, str], object] = lambda task_id, name: None
 
@@ -86,9 +112,13 @@ class Router:
         if hand_out:
             self.hand_out = tasks.hand_out
             self.on_give_back = lambda task_id, name: tasks.release_owner(name)
+            self.queued = True  # whatever a supervisor before us left there: nothing waits now
+            self._mark_queued()
 
-    def open(self, name: str) -> None:
-        """A link for agent ``name`` (kept across its restarts)."""
+    def open(self, name: str, *, cpu_bound: bool = True) -> None:
+        """A link for agent ``name`` (kept across its restarts); ``cpu_bound``: its model
+        runs on this host's CPU (the offline model), not behind an API."""
+        self.cpu_bound[name] = cpu_bound
         if name not in self.links:
             end = link.SupervisorLink(self.ctx, self.runtime, name)
             self.links[name] = end
@@ -103,6 +133,8 @@ class Router:
         self.waker.forget(name)
         self.claiming.pop(name, None)
         self.held.discard(name)
+        self.in_turn.discard(name)
+        self.cpu_bound.pop(name, None)
         if name == self.on_call:
             self._call_next()
 
@@ -138,6 +170,7 @@ class Router:
             while len(self.ready) > READY_KEPT:
                 self.ready.popitem(last=False)
             woken += self._hand_out(idle, now)
+            self._mark_queued()
         else:
             for task_id in ids:
                 name = idle.pop(0) if idle else None
@@ -157,9 +190,10 @@ class Router:
         idle = [n for n in idle if n in self.links]
         woken: list[str] = []
         for _ in range(HAND_OUT_ROUNDS):
-            if not idle or not self.ready:
+            takers = self._room(idle, now)
+            if not takers or not self.ready:
                 break
-            pairs = list(zip(itertools.islice(self.ready, len(idle)), idle, strict=False))
+            pairs = list(zip(itertools.islice(self.ready, len(takers)), takers, strict=False))
             try:
                 handed = self.hand_out(pairs)
             except AgentTeamsError as exc:  # the list's lock crowded past our timeout: again soon
@@ -180,11 +214,36 @@ class Router:
                     self._give_back(task_id, name)
         return woken
 
+    def _room(self, idle: list[str], now: float) -> list[str]:
+        """The ``idle`` teammates that may start a turn now, within :attr:`caps`: those in a
+        turn, or woken for a task a moment ago, take up room."""
+        busy = {True: 0, False: 0}
+        for name in self.in_turn.union(n for n, t in self.claiming.items() if now - t < CLAIM_WINDOW):
+            busy[self.cpu_bound.get(name, True)] += 1
+        takers = []
+        for name in idle:
+            kind = self.cpu_bound.get(name, True)
+            if busy[kind] < self.caps[kind]:
+                busy[kind] += 1
+                takers.append(name)
+        return takers
+
+    def _mark_queued(self) -> None:
+        """The queue file: non-empty while ready tasks wait here for a teammate."""
+        queued = bool(self.ready)
+        if queued != self.queued:
+            try:
+                rewrite(self.runtime / QUEUED, b"1" if queued else b"", grow=False)
+                self.queued = queued
+            except StorageError as exc:  # teammates' polls then claim for themselves, as before
+                log.warning("could not write the queue file: %s", exc.message)
+
     def _retry(self) -> None:
         self.retrying = False
         if self.ready and self.roster is not None:
             now = time.monotonic()
             woken = self._hand_out(self._idle(now), now)
+            self._mark_queued()
             if woken and self.on_call in woken:
                 self._call_next()
 
@@ -209,8 +268,9 @@ class Router:
 
     def _call_next(self) -> None:
         """Name the next on-call teammate (or nobody) in the on-call file."""
-        idle = self._idle(time.monotonic()) if self.roster is not None else []
-        self._publish(idle[0] if idle else "")
+        now = time.monotonic()
+        idle = self._idle(now) if self.roster is not None else []
+        self._publish(idle[0] if idle and self._room(idle[:1], now) else "")  # none past the cap
 
     def _publish(self, name: str) -> None:
         if name == self.on_call:
@@ -242,7 +302,9 @@ class Router:
         now = time.monotonic()
         if self.hand_out is not None:
             if self.ready and self.roster is not None and name in {c.name for c in self.roster.idle()}:
-                self._hand_out([name], now)
+                # It first; then others, if a turn ended elsewhere without an idle report here.
+                self._hand_out([name, *(n for n in self._idle(now) if n != name)], now)
+                self._mark_queued()
             return
         while self.unrouted and now - next(iter(self.unrouted.values())) > UNROUTED_WINDOW:
             self.unrouted.popitem(last=False)
@@ -258,6 +320,10 @@ class Router:
                 self.roster.on_hello(name)
             elif isinstance(frame, link.State):
                 self.claiming.pop(name, None)
+                if frame.state == "running":
+                    self.in_turn.add(name)
+                else:
+                    self.in_turn.discard(name)
                 self.roster.on_state(name, frame.state, frame.task)
                 if frame.state == "held":
                     self.held.add(name)
@@ -265,7 +331,11 @@ class Router:
                     self.held.discard(name)
                 if frame.state == "idle":
                     self._on_idle(name)
-                    if not self.on_call and name not in self.claiming:
+                    if (
+                        not self.on_call
+                        and name not in self.claiming
+                        and self._room([name], time.monotonic())
+                    ):
                         self._publish(name)
                     elif name == self.on_call and name in self.claiming:
                         self._call_next()  # it was handed a task: someone else is on call

@@ -34,6 +34,7 @@ from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
 from ipc.launch import LaunchSpec, SupervisorOptions
+from ipc.model_specs import uses_api
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.osproc import fix_malloc_mmap_threshold, set_child_subreaper, set_process_name
 from ipc.paths import TeamPaths
@@ -202,8 +203,8 @@ class Supervisor:
     def _launch(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         if spec.runs_claude:
             self.inbox_watch.claude_teammate_started()
-        if self.zmq:
-            self.router.open(spec.agent_name)
+        if self.zmq:  # an offline teammate's turns take this host's CPU; an API's mostly wait
+            self.router.open(spec.agent_name, cpu_bound=not uses_api(spec.model))
         return self.children.add(spec, on_ready)
 
     # ------------------------------------------------------------ the loop
@@ -341,22 +342,8 @@ class Supervisor:
             raise InvalidInput("the team is shutting down; no new teammates")
         self._admit(options.name)
         options, cwd = check_spawn(self.context, self.state.config.read(), options)
-        member = self.state.config.add_member(
-            options.name,
-            agent_type=options.agent_type,
-            model=options.model,
-            prompt=options.prompt,
-            plan_mode_required=options.plan_mode_required,
-            cwd=cwd,
-            backend_type=options.backend,
-            host=self.state.host,
-            rename=options.rename,
-            permission_mode=options.permission_mode,
-            color=self.context.definition(options.agent_type, cwd).color or "",  # its definition's
-            allowed_tools=options.allowed_tools,
-            disallowed_tools=options.disallowed_tools,
-            effort=options.effort,
-        )
+        color = self.context.definition(options.agent_type, cwd).color or ""  # its definition's
+        member = self.files.add_member(options, cwd, color)
         if options.isolation == "worktree":
             member = self._isolate(member.name, cwd)
         mailbox = self.state.mailbox(member.name)
@@ -366,7 +353,13 @@ class Supervisor:
             mailbox.create()
         renamed = options.name if member.name != options.name else ""
         spec = teammate_spec(self.context, member, permission_mode=options.permission_mode)
-        self._launch(spec, self._replier(caller, renamed_from=renamed))
+        reply = self._replier(caller, renamed_from=renamed)
+
+        def ready(result: msgspec.Struct | None, error: str) -> None:
+            self.files.flush()  # its start in the config before the caller hears of it
+            reply(result, error)
+
+        self._launch(spec, ready)
 
     def _isolate(self, name: str, cwd: str) -> Member:
         """The new member's own worktree as its cwd; a member whose worktree cannot be made

@@ -6,13 +6,15 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
 from ipc import subagents, trust, worktrees
 from ipc.errors import AgentTeamsError, CorruptFile, NotFound
 from ipc.launch import LaunchSpec
-from ipc.schemas import LEAD_NAME, TeammateTerminated
+from ipc.options import TeammateOptions, runs_claude_code
+from ipc.schemas import LEAD_NAME, Member, TeammateTerminated
 from ipc.storage import append_line
 from ipc.team_state import TeamState
 from supervisor.daemon.router import Router
@@ -20,6 +22,8 @@ from supervisor.daemon.router import Router
 log = logging.getLogger("agentteams.supervisor")
 
 MARK_EVERY = 0.05  # s: isActive marks heard within this are written together
+MARKS_PER_WINDOW = 128  # teammates per MARK_EVERY: a larger team's marks wait longer, up to
+MARK_EVERY_MAX = 1.0  # this (each write rewrites every member: a thousand of them ~20 ms)
 
 
 class TeamFiles:
@@ -40,7 +44,8 @@ class TeamFiles:
         self.handle = handle  # what tmuxPaneId says of a started teammate
         self.later = later  # the reactor's call_later: marks are written a moment later, together
         self.kept_worktrees: dict[str, str] = {}  # said in the teammate's terminated event
-        self._marks: dict[str, bool] = {}  # isActive marks not yet written
+        self._marks: dict[str, dict[str, Any]] = {}  # member changes not yet written, by name
+        self._keys: dict[str, bytes] = {}  # private keys of members added with their public one
 
     def _config(self, what: str, change: Callable[[], object]) -> None:
         try:
@@ -48,25 +53,60 @@ class TeamFiles:
         except (CorruptFile, NotFound) as exc:
             log.error("could not record that %s in config.json: %s", what, exc.message)
 
+    def add_member(self, options: TeammateOptions, cwd: str, color: str) -> Member:
+        """A new teammate's entry, its public key in it (one write, not two): the private
+        half waits here for its start (:meth:`issue_key`). Only a process of its own gets a
+        key (a pane's or a thread's teammate, or ``claude``, signs nothing)."""
+        own = options.backend not in ("tmux", "in-process") and not runs_claude_code(
+            options.backend, options.model
+        )
+        key = trust.new_key() if own else None
+        member = self.config.add_member(
+            options.name,
+            agent_type=options.agent_type,
+            model=options.model,
+            prompt=options.prompt,
+            plan_mode_required=options.plan_mode_required,
+            cwd=cwd,
+            backend_type=options.backend,
+            host=self.state.host,
+            rename=options.rename,
+            permission_mode=options.permission_mode,
+            color=color,
+            allowed_tools=options.allowed_tools,
+            disallowed_tools=options.disallowed_tools,
+            effort=options.effort,
+            verify_key=trust.public_text(key) if key is not None else "",
+        )
+        if key is not None:
+            self._keys[member.name] = trust.key_bytes(key)
+        return member
+
     def started(self, spec: LaunchSpec, pid: int) -> None:
         """A teammate starts on its prompt: active until it goes idle and marks itself so. A
-        ``claude`` teammate keeps its own ``isActive``, as Claude Code does."""
+        ``claude`` teammate keeps its own ``isActive``, as Claude Code does. Written with
+        the next marks (:meth:`flush` before its spawn is answered), but a pane's id at once."""
         if spec.role == "teammate":
             active = {} if spec.runs_claude else {"is_active": True}
-            self._config(
-                f"{spec.agent_name} started",
-                lambda: self.config.update_member(
-                    spec.agent_name, tmux_pane_id=self.handle(spec, pid), **active
-                ),
-            )
+            handle = self.handle(spec, pid)
+            if handle.startswith("%"):
+                self._config(
+                    f"{spec.agent_name} started",
+                    lambda: self.config.update_member(spec.agent_name, tmux_pane_id=handle, **active),
+                )
+            else:
+                self._mark(spec.agent_name, {"tmux_pane_id": handle, **active})
 
     def issue_key(self, spec: LaunchSpec) -> bytes | None:
         """A fresh key pair for an agent of ours about to start (each incarnation its own):
         the public key goes in the config, the previous one retired; the private key is
         returned for that process alone (:mod:`ipc.trust`). A ``claude`` teammate signs
-        nothing of ours: no key."""
+        nothing of ours: no key. A new member's is in its entry already (:meth:`add_member`)."""
         if spec.role != "teammate" or spec.runs_claude:
             return None
+        prepared = self._keys.pop(spec.agent_name, None)
+        if prepared is not None:
+            return prepared
         key = trust.new_key()
         try:
             self.config.set_key(spec.agent_name, trust.public_text(key))
@@ -79,6 +119,8 @@ class TeamFiles:
         return self.state.tasks.release_owner(name, error=error)
 
     def left(self, name: str) -> None:
+        self._marks.pop(name, None)
+        self._keys.pop(name, None)
         self._config(f"{name} left", lambda: self.config.remove_member(name))
         self.router.drop(name)
         try:
@@ -94,14 +136,24 @@ class TeamFiles:
         """A teammate began a turn (True) or went idle: ``isActive``, as Claude Code keeps it.
         Written by the supervisor, which hears every state report anyway, and coalesced: a
         burst of turns across many teammates is a few config writes, none on a turn's path."""
-        if not self._marks:
-            self.later(MARK_EVERY, self._write_marks)
-        self._marks[name] = active
+        self._mark(name, {"is_active": active})
 
-    def _write_marks(self) -> None:
+    def _mark(self, name: str, changes: dict[str, Any]) -> None:
+        if not self._marks:
+            every = MARK_EVERY * max(1.0, len(self.router.links) / MARKS_PER_WINDOW)
+            self.later(min(every, MARK_EVERY_MAX), self.flush)
+        self._marks.setdefault(name, {}).update(changes)
+
+    def flush(self) -> None:
+        """Write the marks waiting, in one locked write (none if nothing changes)."""
         marks, self._marks = self._marks, {}
+        if not marks:
+            return
         try:
-            self.config.set_active(marks)
+            if all(set(m) == {"is_active"} for m in marks.values()):
+                self.config.set_active({name: m["is_active"] for name, m in marks.items()})
+            else:
+                self.config.update_members(marks)
         except AgentTeamsError as exc:  # a mark is news, not state: never worth the supervisor
             log.error("could not record who is active in config.json: %s", exc.message)
 

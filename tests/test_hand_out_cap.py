@@ -1,0 +1,94 @@
+"""A large team on a small host: the supervisor keeps only a few CPU-bound turns going at once
+(the rest wait in its queue, and teammates' polls leave them there), its teammates run one
+step below it in priority, and a spawn writes the team's config once, not three times."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agentproc.channel import TASKS_SETTLE
+from ipc.config import TeamConfigStore
+from ipc.errors import NotFound
+from ipc.tasks import TaskList
+from ipc.wake import QUEUED, queued
+from supervisor.daemon.router import CPU_TURNS_ENV, turn_caps
+from tests.runtime_helpers import running_team, wait_for
+
+
+def test_with_a_cap_of_two_three_tasks_into_three_idle_teammates_run_two_at_a_time(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CPU_TURNS_ENV, "2")  # the supervisor started below inherits it
+    with running_team(root) as team:
+        for name in ("a", "b", "c"):
+            team.spawn(name, prompt="")
+        wait_for(lambda: [m.state for m in team.status().teammates] == ["idle"] * 3, 20)
+        sup = psutil.Process(team.supervisor_pid())
+        for member in team.status().teammates:  # one step below the supervisor
+            assert member.pid is not None and psutil.Process(member.pid).nice() == sup.nice() + 1
+
+        most, done = 0, threading.Event()
+
+        def watch() -> None:
+            nonlocal most
+            while not done.is_set():
+                most = max(most, sum(t.status == "in_progress" for t in team.tasks.list()))
+                done.wait(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            for i in range(3):
+                team.tasks.create(f"slow {i}", metadata={"command": "sleep 0.4"})
+            finished = wait_for(lambda: all(t.status == "completed" for t in team.tasks.list()), 30)
+        finally:
+            done.set()
+            watcher.join()
+        assert finished
+        assert most == 2  # two at once, never three (and the third did run)
+        assert not queued(Path(team.status().runtime))  # nothing waits once all are handed out
+
+
+def test_the_cap_is_a_few_turns_per_core_for_an_offline_model_and_many_for_an_api() -> None:
+    caps = turn_caps()
+    cores = os.cpu_count() or 1
+    assert caps[True] >= cores and caps[False] >= 16 * caps[True]
+
+
+def test_several_members_change_in_one_write_and_one_gone_is_skipped(tmp_path: Path) -> None:
+    store = TeamConfigStore(tmp_path, "t")
+    store.create()
+    store.add_member("a", verify_key="key-a")
+    store.add_member("b")
+    assert store.require_member("a").verify_key == "key-a"
+    before = store.path.stat().st_mtime_ns
+    updated = store.update_members(
+        {"a": {"tmux_pane_id": "process:1", "is_active": True}, "b": {"is_active": True}, "gone": {}}
+    )
+    assert [m.name for m in updated] == ["a", "b"] and store.path.stat().st_mtime_ns != before
+    assert store.require_member("a").tmux_pane_id == "process:1" and store.require_member("b").is_active
+    with pytest.raises(NotFound, match="'gone' is not a member of team 't'"):
+        store.update_members({"gone": {"is_active": True}})
+
+
+@pytest.mark.heavy
+def test_a_poll_leaves_tasks_to_the_hand_out_while_it_queues_and_finds_an_untold_one_after(
+    root: Path,
+) -> None:
+    with running_team(root, fallback_poll=0.2) as team:
+        team.spawn("alice", prompt="")
+        wait_for(lambda: [m.state for m in team.status().teammates] == ["idle"], 20)
+        flag = Path(team.status().runtime) / QUEUED
+        flag.write_bytes(b"1")  # as if the supervisor held tasks back for its hand-out
+        untold = TaskList(root, "t")  # a peer that writes a task and tells no one
+        task = untold.create("found by a poll")
+        time.sleep(3 * TASKS_SETTLE)  # many polls, the list long settled: still left alone
+        assert untold.get(task.id).status == "pending"
+        flag.write_bytes(b" ")  # the supervisor's queue is empty: the next poll takes it
+        assert wait_for(lambda: untold.get(task.id).status == "completed", 20)
