@@ -39,7 +39,12 @@ BURST_DEADLINE = 120.0  # s; a burst still running then is reported as far as it
 SPACED = 0.010  # the pause after each latency sample into the idle team
 BUSY_PAUSE = 0.1  # and into the busy one
 USS_SAMPLE = 128  # teammates whose USS is read (smaps costs ~2 ms a process); the mean stands for all
-MEMORY_HEADROOM = 1.3  # a size runs only if its estimated memory × this fits in what is available
+MEMORY_HEADROOM = 1.15  # a size runs only if its estimated memory × this fits in what is available
+MEMORY_FLOOR = 2.0  # GiB: a size stops spawning if the memory available falls under this
+
+
+class MemoryFloor(Exception):
+    """The host ran short of memory while a size was spawning (other work shares it)."""
 
 
 def _cpu(proc: psutil.Process) -> float:
@@ -142,6 +147,8 @@ def measure(
             cpu0, spawns = _cpu(sup), []
             t0 = time.perf_counter()
             for i in range(teammates):
+                if i % 32 == 0 and (left := psutil.virtual_memory().available / 2**30) < MEMORY_FLOOR:
+                    raise MemoryFloor(f"{left:.1f} GiB of memory available after {i:,} teammates")
                 t = time.perf_counter()
                 team.spawn(f"w{i}", prompt="")
                 spawns.append((time.perf_counter() - t) * 1e3)
@@ -218,11 +225,13 @@ def measure(
             _wait(lambda: _all_idle(team, teammates), 300, "teammates did not settle", 0.5)
             time.sleep(2 * settle)
             everyone = [sup, *procs]
+            t0 = time.perf_counter()
             cpu0s = [_cpu(p) for p in everyone]
             time.sleep(idle_seconds)
             cpu1s = [_cpu(p) for p in everyone]
-            per_min = 60.0 / idle_seconds
-            row["idle_s"] = idle_seconds
+            window = time.perf_counter() - t0  # reading thousands of processes' times takes a while too
+            per_min = 60.0 / window
+            row["idle_s"] = window
             row["idle_team_cpu_s_per_min"] = (sum(cpu1s) - sum(cpu0s)) * per_min
             row["idle_supervisor_cpu_s_per_min"] = (cpu1s[0] - cpu0s[0]) * per_min
             row["idle_cpu_s_per_teammate_min"] = (sum(cpu1s[1:]) - sum(cpu0s[1:])) * per_min / teammates
@@ -255,7 +264,11 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
         row: dict[str, Any] = {}
         try:
             rows.append(measure(n, burst, idle, samples, settle=0.2 if quick else 1.0, row=row))
-        except (TimeoutError, AgentTeamsError) as exc:  # a size too large for this host: say so, stop
+        except (
+            TimeoutError,
+            AgentTeamsError,
+            MemoryFloor,
+        ) as exc:  # a size too large for this host: say so, stop
             rows.append({"teammates": n, "skipped": f"failed: {exc}", "partial": row})
             break
         uss = rows[-1]["uss_mib_per_teammate"]

@@ -53,8 +53,7 @@ def _decode(path: Path, data: bytes) -> TeamConfig:
 
 
 def encode_config(config: TeamConfig, original: dict[str, Any] | None, merges: Merges | None = None) -> bytes:
-    """The config as written: our fields, every other writer's kept in place (``merges``: what
-    merged last time, so a team of thousands merges only the members that changed)."""
+    """The config as written, every other writer's fields kept (``merges``: what merged before)."""
     out = merged(original, msgspec.structs.replace(config, members=[]))  # members below, one by one
     before: dict[Any, dict[str, Any]] = {}
     if original and isinstance(original.get("members"), list):
@@ -65,6 +64,8 @@ def encode_config(config: TeamConfig, original: dict[str, Any] | None, merges: M
 
 
 class TeamConfigStore:
+    cache_limit: int | None = None  # bytes of config a read keeps decoded (None: any size)
+
     def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
         self._bind(TeamPaths(root, team))
 
@@ -100,8 +101,8 @@ class TeamConfigStore:
         config = read_settled(self.path, _decoder.decode, "team config")
         if config is None:
             raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
-        self._cached = (key, config)
-        self._last_good = config
+        if self.cache_limit is None or key[2] <= self.cache_limit:
+            self._cached, self._last_good = (key, config), config
         return config
 
     def config_member(self, name: str) -> Member | None:
@@ -287,8 +288,7 @@ class TeamConfigStore:
         return self.update_members({name: changes})[0]
 
     def update_members(self, changes: dict[str, dict[str, Any]]) -> list[Member]:
-        """Several members' fields in one locked write: those updated (one gone is skipped;
-        NotFound, and nothing written, if none is there)."""
+        """Several members' fields in one write; one gone is skipped (NotFound if all are)."""
         unknown = {field for fields in changes.values() for field in fields} - _UPDATABLE
         if unknown:
             raise InvalidInput(
