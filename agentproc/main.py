@@ -18,7 +18,6 @@ from agentproc.subagent import SubagentRun
 from ipc import limits, memtrace, trust
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
-from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import fix_malloc_mmap_threshold, kill_session, set_parent_death_signal, set_process_name
@@ -59,9 +58,6 @@ def expose(loop: AgentLoop) -> ClaudePeer:
     return peer
 
 
-CONFIG_KEPT = 256 * 1024  # bytes: the config of a team of about 500 stays decoded between reads
-
-
 def main(argv: list[str] | None = None) -> int:
     global _loop, _peer
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
@@ -71,9 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentproc: {exc.message}", file=sys.stderr)
         return 2
     set_process_name(f"at:{spec.agent_name}")
-    # A decoded config is ~0.8 KiB a member: a teammate of thousands keeps none between its
-    # few reads (each send), or the team holds a copy per teammate (~3 GiB at 2,000).
-    TeamConfigStore.cache_limit = CONFIG_KEPT
     # Its private key, read from the pipe it inherited: it signs as itself, and only as itself.
     key = trust.take_key()
     trust.keyring.agent_process(spec.team_paths(), spec.agent_name, key)

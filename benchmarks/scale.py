@@ -413,7 +413,7 @@ def plot(plt: Any, result: dict[str, Any], out: Path) -> Path | None:
             line(ax, lambda r, key=key: r.get(key), marker="o")
             ax.set_ylim(bottom=0)
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes], fontsize=7, rotation=30)
         ax.set_title(title, fontsize=9)
         ax.grid(True, alpha=0.3)
     for ax in axes[-1]:

@@ -64,8 +64,6 @@ def encode_config(config: TeamConfig, original: dict[str, Any] | None, merges: M
 
 
 class TeamConfigStore:
-    cache_limit: int | None = None  # bytes of config a read keeps decoded (None: any size)
-
     def __init__(self, root: str | os.PathLike[str] | None, team: str) -> None:
         self._bind(TeamPaths(root, team))
 
@@ -101,8 +99,8 @@ class TeamConfigStore:
         config = read_settled(self.path, _decoder.decode, "team config")
         if config is None:
             raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
-        if self.cache_limit is None or key[2] <= self.cache_limit:
-            self._cached, self._last_good = (key, config), config
+        self._cached = (key, config)
+        self._last_good = config
         return config
 
     def config_member(self, name: str) -> Member | None:
