@@ -237,6 +237,11 @@ class Router:
                 self.queued = queued
             except StorageError as exc:  # teammates' polls then claim for themselves, as before
                 log.warning("could not write the queue file: %s", exc.message)
+        if self.ready and not self.in_turn and not self.retrying:
+            # No turn will end to hand out the next: the room is held by wakes that may come
+            # to nothing (a rung teammate that found no task). Look again once they lapse.
+            self.retrying = True
+            self.reactor.call_later(CLAIM_WINDOW, self._retry)
 
     def _retry(self) -> None:
         self.retrying = False
