@@ -8,16 +8,20 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import psutil
 import pytest
 
 from agentproc.channel import TASKS_SETTLE
+from ipc import link
 from ipc.config import TeamConfigStore
 from ipc.errors import NotFound
+from ipc.poller import close_context, context
 from ipc.tasks import TaskList
-from ipc.wake import QUEUED, queued
-from supervisor.daemon.router import CPU_TURNS_ENV, turn_caps
+from ipc.wake import QUEUED, Waker, queued
+from supervisor.daemon.reactor import Reactor
+from supervisor.daemon.router import CPU_TURNS_ENV, Roster, Router, turn_caps
 from tests.runtime_helpers import running_team, wait_for
 
 
@@ -92,3 +96,48 @@ def test_a_poll_leaves_tasks_to_the_hand_out_while_it_queues_and_finds_an_untold
         assert untold.get(task.id).status == "pending"
         flag.write_bytes(b" ")  # the supervisor's queue is empty: the next poll takes it
         assert wait_for(lambda: untold.get(task.id).status == "completed", 20)
+
+
+def test_a_task_held_back_only_by_a_wake_that_came_to_nothing_is_handed_out_once_it_lapses(
+    tmp_path: Path,
+) -> None:
+    ctx = context()
+    waker = Waker(tmp_path, ctx=ctx)
+    reactor = Reactor()
+    router = Router(reactor, ctx, tmp_path, waker)
+    router.roster = cast(Roster, IdleRoster())
+    router.caps = {True: 1, False: 1}
+    router.hand_out = lambda pairs: pairs  # every pair claimed
+    router.open("bee")
+    bee = link.AgentLink(ctx, tmp_path, "bee")
+    try:
+        bee.send(link.Hello(agent="bee", pid=1))  # connected both ways first
+        wait_for(lambda: router.links["bee"].receive(), 5)
+        router.claiming["ann"] = time.monotonic()  # rung for a task, took none, says nothing
+        assert router.route_tasks(["7"]) == [] and list(router.ready) == ["7"]
+        frames: list[link.Frame] = []
+
+        def handed() -> bool:
+            reactor.run_once(0.1)
+            frames.extend(bee.receive())
+            return any(isinstance(f, link.Wake) and f.task == "7" for f in frames)
+
+        assert wait_for(handed, 10)  # after the claim window, not never
+        assert not router.ready
+    finally:
+        bee.close()
+        router.close()
+        waker.close()
+        reactor.close()
+        close_context(ctx)
+
+
+class IdleRoster:
+    def idle(self) -> list[object]:
+        return [type("Named", (), {"name": "bee"})()]
+
+    def on_hello(self, name: str) -> None:
+        pass
+
+    def on_state(self, name: str, state: str, task: str) -> None:
+        pass
