@@ -14,7 +14,7 @@ from ipc.clock import now_ms
 from ipc.errors import SupervisorError
 from ipc.mailbox import Mailbox
 from ipc.messaging import send_body
-from ipc.schemas import IdleNotification, ShutdownRequest, parse_body
+from ipc.schemas import IdleNotification, InboxMessage, ShutdownRequest, parse_body
 from supervisor import Team
 from supervisor.client.ps import TeamTree
 from tests.runtime_helpers import alive, running_team, team_pids, wait_for, wait_for_gone
@@ -49,9 +49,12 @@ def run_dag(root: Path, wake: str) -> None:
         for tid, blockers in deps.items():
             for b in blockers:
                 assert position[b] < position[tid], f"#{tid} ran before its blocker #{b}"
-        lead = team.inbox("team-lead").history()
-        reports = [m for m in lead if m.text.startswith("Completed task #")]
-        assert len(reports) == 20 and {m.from_ for m in reports} <= set(names)
+
+        def reports() -> list[InboxMessage]:  # a teammate reports after marking its task done
+            found = [m for m in team.inbox("team-lead").history() if m.text.startswith("Completed task #")]
+            return found if len(found) >= 20 else []
+
+        assert len(wait_for(reports, timeout=10)) == 20 and {m.from_ for m in reports()} <= set(names)
 
         def completed_in_idle_notifications() -> bool:
             idles = [
