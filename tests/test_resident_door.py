@@ -256,7 +256,11 @@ def test_the_quick_path_finds_what_the_full_path_uses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert parsers.LEAD_NAME == LEAD_NAME and parsers.DEFAULT_ROWS == busy.DEFAULT_ROWS
-    assert (quick.SOCKET_NAME, quick.VERSION) == (resident.SOCKET_NAME, resident.VERSION)
+    assert (quick.SOCKET_NAME, quick.VERSION, quick.MAX_REQUEST) == (
+        resident.SOCKET_NAME,
+        resident.VERSION,
+        resident.MAX_REQUEST,
+    )
     monkeypatch.chdir(tmp_path)
 
     def same(root: str | None, name: str) -> None:

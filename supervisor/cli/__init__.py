@@ -13,7 +13,11 @@ def _main(argv: list[str] | None = None) -> int:
         from supervisor.cli import quick
         from supervisor.cli.homes import exit_now
 
-        code = quick.attempt(sys.argv[1:])
+        try:
+            code = quick.attempt(sys.argv[1:])
+        except KeyboardInterrupt:
+            print("agentteams: interrupted", file=sys.stderr)
+            code = 130  # supervisor.cli.exits.INTERRUPTED
         if code is not None:
             exit_now(code)
             return code

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 # The door's wire (ipc.resident, not imported here: it needs msgspec; a test holds them equal).
 SOCKET_NAME = "door.sock"
 VERSION = 1
+MAX_REQUEST = 4 * 1024 * 1024
 DEADLINE = 20.0  # seconds for the answer: the door's first start, on a busy machine, included
 MAX_NAME_LENGTH = 64  # ipc.paths: team names and the runtime directory's place
 MAX_RUNTIME_PATH = 80
@@ -75,30 +76,27 @@ def attempt(argv: list[str]) -> int | None:
             "active_form": args.active_form,
             "owner": args.owner,
         }
-    conn = connect(path)
-    if conn is None:
-        if command == "send" and args.text == "-" and text is not None:
-            sys.stdin = io.StringIO(text)  # read already: the full path reads it from here
-        return None
     request = {"v": VERSION, "op": op, "args": fields, "actor": actor, "root": root, "team": team}
-    try:
-        reply = exchange(conn, request)
-    except KeyboardInterrupt:
-        print("agentteams: interrupted", file=sys.stderr)
-        return exits.INTERRUPTED
+    line = json.dumps(request).encode() + b"\n"
+    conn = connect(path) if len(line) <= MAX_REQUEST else None  # a longer one: the full path
+    reply: dict[str, object] | None = {"fallback": "no door"}
+    if conn is not None:
+        reply = exchange(conn, line)
     if reply is None:
-        what = (
-            "the message may or may not have been sent"
+        what, look = (
+            ("the message may or may not have been sent", "inbox")
             if op == "send_message"
-            else "the task may or may not exist"
+            else ("the task may or may not exist", "task list")
         )
         print(
-            f"agentteams: error: team {team!r}'s resident door went away before answering; {what} "
-            f"(look before you try again: 'agentteams {'inbox' if op == 'send_message' else 'task list'} {team} ...')",
+            f"agentteams: error: the resident door of team {team!r} went away before answering; "
+            f"{what} (look with 'agentteams {look} {team} ...' before trying again)",
             file=sys.stderr,
         )
         return exits.ERROR
-    if reply.get("fallback"):
+    if reply.get("fallback"):  # nothing was done
+        if command == "send" and args.text == "-" and text is not None:
+            sys.stdin = io.StringIO(text)  # read already: the full path reads it from here
         return None
     return show(args, op, reply)
 
@@ -238,12 +236,12 @@ def connect(path: str) -> _socket.socket | None:
     return conn
 
 
-def exchange(conn: _socket.socket, request: dict[str, object]) -> dict[str, object] | None:
-    """Send the request, wait for the reply line (None: the door went away or took too long)."""
+def exchange(conn: _socket.socket, line: bytes) -> dict[str, object] | None:
+    """Send the request line, wait for the reply's (None: the door went away or took too long)."""
     deadline = time.monotonic() + DEADLINE
     data = b""
     try:
-        conn.sendall(json.dumps(request).encode() + b"\n")
+        conn.sendall(line)
         while b"\n" not in data:
             conn.settimeout(max(0.001, deadline - time.monotonic()))
             chunk = conn.recv(65536)
