@@ -5,6 +5,8 @@ hanging or sends twice."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ from ipc import resident
 from ipc.paths import TeamPaths
 from ipc.schemas import LEAD_NAME
 from supervisor.cli import parsers, quick
+from supervisor.cli.main import main as full_main
 from supervisor.client import busy
 from supervisor.client.handle import TeamHandle
 from supervisor.resident.server import Door
@@ -31,12 +34,22 @@ AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
 HEAVY = ("zmq", "msgspec", "cryptography", "ipc", "typing")  # what the quick path does without
 
 
-def run(root: Path, *argv: str, door: bool = True) -> subprocess.CompletedProcess[str]:
-    """``agentteams --root ROOT ARGV``, through the door if it answers, or on the full path."""
-    env = {**os.environ, "AGENTTEAMS_QUICK_DOOR": "1" if door else "0"}
+def run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``agentteams --root ROOT ARGV``, a process: through the door if it answers."""
     return subprocess.run(
-        [*AGENTTEAMS, "--root", str(root), *argv], capture_output=True, text=True, timeout=60, env=env
+        [*AGENTTEAMS, "--root", str(root), *argv], capture_output=True, text=True, timeout=60
     )
+
+
+def full_path(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The same on the full path, in this process (what the command line runs without a door)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = full_main(["--root", str(root), *argv])
+        except SystemExit as exc:  # argparse's usage error
+            code = int(exc.code or 0)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def imports_of(root: Path, *argv: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
@@ -63,7 +76,7 @@ def test_send_and_create_through_the_door_as_the_full_path_does_and_refuse_alike
             names, by_door = imports_of(root, *argv)
             assert by_door.returncode == 0, by_door.stderr
             assert not sorted(n for n in names if n.split(".")[0] in HEAVY)  # it went through the door
-            full = run(root, *argv, door=False)
+            full = full_path(root, *argv)
             assert full.returncode == 0, full.stderr
             assert by_door.stdout == full.stdout  # the same reply, printed the same way
         assert (
@@ -81,7 +94,7 @@ def test_send_and_create_through_the_door_as_the_full_path_does_and_refuse_alike
         names, created = imports_of(root, *create)
         assert created.returncode == 0, created.stderr
         assert not sorted(n for n in names if n.split(".")[0] in HEAVY)
-        a, b = json.loads(created.stdout), json.loads(run(root, *create, door=False).stdout)
+        a, b = json.loads(created.stdout), json.loads(full_path(root, *create).stdout)
         assert int(b["id"]) == int(a["id"]) + 1
         assert {k: v for k, v in a.items() if k != "id"} == {k: v for k, v in b.items() if k != "id"}
         assert (
@@ -98,7 +111,7 @@ def test_send_and_create_through_the_door_as_the_full_path_does_and_refuse_alike
         ]
         for refused in bad:
             names, by_door = imports_of(root, *refused)
-            full = run(root, *refused, door=False)
+            full = full_path(root, *refused)
             assert (by_door.returncode, by_door.stderr.strip()) == (full.returncode, full.stderr.strip()), (
                 refused
             )
