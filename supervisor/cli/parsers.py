@@ -6,6 +6,7 @@ the same ones, so both read a command line alike and refuse it with the same lin
 from __future__ import annotations
 
 import argparse
+import gettext
 import os
 import sys
 from collections.abc import Callable
@@ -20,10 +21,19 @@ LEAD_NAME = "team-lead"  # ipc.schemas.LEAD_NAME, not imported here (a test hold
 DEFAULT_ROWS = 40  # supervisor.client.busy.DEFAULT_ROWS, likewise
 
 
+_columns: list[int] = []
+
+
 def columns() -> int:
     """The terminal's width as :func:`shutil.get_terminal_size` gives it, without importing
     shutil (and the compression modules it imports), which every parser's first argument
-    would otherwise cost."""
+    would otherwise cost; asked once (every argument asks)."""
+    if not _columns:
+        _columns.append(_ask_columns())
+    return _columns[0]
+
+
+def _ask_columns() -> int:
     try:
         width = int(os.environ.get("COLUMNS", ""))
     except ValueError:
@@ -91,9 +101,22 @@ def global_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
     )
 
 
+def catalog_once() -> None:
+    """argparse asks gettext for its message catalog at every message it formats, a search of
+    locale directories each time (and an exception, where there is none): half the time a
+    quick command spends building its parser. The catalog is looked up once here and argparse
+    given it: the same catalog, or none, so the same text."""
+    if getattr(argparse, "_catalog_once", False):
+        return
+    domain = gettext.textdomain()
+    catalog = gettext.translation(domain, gettext.bindtextdomain(domain), fallback=True)
+    vars(argparse).update(_=catalog.gettext, ngettext=catalog.ngettext, _catalog_once=True)
+
+
 def skeleton(only: str | None) -> tuple[Parser, Any, Command]:
     """The top parser, its subcommands, and ``cmd(parent, name, help, epilog)``, which adds a
     subcommand's parser, or leaves it unbuilt when ``only`` names another command."""
+    catalog_once()
     p = Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
     global_options(p, inherited=False)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
