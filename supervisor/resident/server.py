@@ -65,6 +65,28 @@ def read_line(conn: socket.socket, deadline: float) -> bytes:
     return bytes(data).split(b"\n", 1)[0]
 
 
+class DoorHandle(TeamHandle):
+    """The team's handle as the door holds it. A creation tells the supervisor of the new
+    tasks (it rings the on-call teammate, and the supervisor wakes others for the rest) after
+    the reply has gone, not before: the command line's own handle waits for that word lest
+    its process exit first, which the door outlives, so the caller need not wait for it."""
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.later: list[list[str]] = []
+        super().__init__(name, root=root)
+
+    def _tasks_ready(self, ids: list[str]) -> None:
+        self.later.append(ids)
+
+    def tell_later(self) -> None:
+        taken, self.later = self.later, []
+        for ids in taken:
+            try:
+                super()._tasks_ready(ids)
+            except Exception:  # the teammates' fallback poll finds the tasks
+                log.exception("telling of tasks %s failed", ids)
+
+
 class Door:
     def __init__(self, listener: socket.socket, team: TeamHandle) -> None:
         self.listener = listener
@@ -124,6 +146,9 @@ class Door:
             except (OSError, ValueError) as exc:  # TimeoutError is an OSError
                 log.warning("dropped a connection: %s", exc or type(exc).__name__)
             finally:
+                if isinstance(self.team, DoorHandle):
+                    with self.lock:
+                        self.team.tell_later()
                 self.workers.discard(threading.current_thread())
 
     # ------------------------------------------------------------ the loop
@@ -169,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     set_process_name("at-door")
     listener = socket.socket(fileno=int(given["--fd"]))
     listener.setblocking(False)
-    door = Door(listener, TeamHandle(given["--team"], root=Path(given["--root"])))
+    door = Door(listener, DoorHandle(given["--team"], root=Path(given["--root"])))
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write)
 
