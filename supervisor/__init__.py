@@ -4,9 +4,12 @@
 package (the fork server, above all, whose memory every teammate inherits) stay small.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: a quick command's start-up does without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from supervisor.client.team import Team
 
 __all__ = ["Team"]

@@ -105,6 +105,7 @@ def test_who_may_import_whom() -> None:
             ("supervisor.daemon", "supervisor.cli", "supervisor.web"),
         ),  # a door: the client side only
         ("supervisor.web", ("supervisor.daemon", "supervisor.cli")),  # a door (it mounts the MCP one)
+        ("supervisor.resident", ("supervisor.daemon", "supervisor.cli", "supervisor.mcp", "supervisor.web")),
     ]
     broken = [
         f"{name} imports {dep}"
@@ -115,6 +116,14 @@ def test_who_may_import_whom() -> None:
         if any(_under(dep, f) for f in forbidden)
     ]
     assert broken == []
+
+
+def test_the_quick_path_imports_only_itself() -> None:
+    """`send` and `task create` ask the resident door from a process of the standard library
+    and these modules alone (tests/test_resident_door.py checks what such a process loads)."""
+    quick = {"supervisor.cli", "supervisor.cli.quick", "supervisor.cli.parsers", "supervisor.cli.homes"}
+    quick |= {"supervisor.cli.exits"}
+    assert {name: GRAPH[name] - quick for name in quick if GRAPH[name] - quick} == {}
 
 
 def test_modules_stay_short() -> None:

@@ -1,56 +1,16 @@
-"""The parser's building blocks: one-line usage errors, the options every command takes,
-and options derived from a Struct's fields."""
+"""The parser's building blocks beyond the skeleton (:mod:`supervisor.cli.parsers`): options
+derived from a Struct's fields, budgets, ``--agents``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import typing
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 
 from ipc.launch import SupervisorOptions
-from supervisor.cli import exits
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One line, not argparse's usage block: scripts read the last line of stderr.
-        self.exit(exits.USAGE, f"agentteams: error: {message} (see '{self.prog} --help')\n")
-
-
-class Skipped:
-    """A parser left unbuilt (see build_parser): every call does nothing and returns itself."""
-
-    def __getattr__(self, name: str) -> Any:
-        return self
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-
-SKIPPED = Skipped()
-
-
-def global_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
-    # Given before the subcommand they land on the top parser; after it, on the
-    # subcommand's. SUPPRESS on the subcommands keeps one from undoing the other.
-    default: Any = argparse.SUPPRESS if inherited else None
-    parser.add_argument(
-        "--root", default=default, help="state root (default: $AGENTTEAMS_HOME or ~/.agentteams)"
-    )
-    parser.add_argument(
-        "--engine",
-        default=default,
-        help="a team on NATS JetStream at nats://HOST:PORT (default: $AGENTTEAMS_ENGINE, or what the root remembers)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS if inherited else False,
-        help="machine-readable output on stdout",
-    )
 
 
 def struct_arguments(

@@ -14,17 +14,15 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, cast
 
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.launch import SupervisorOptions
 from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
-from ipc.schemas import LEAD_NAME
-from supervisor.cli import arguments, exits
-from supervisor.cli.arguments import SKIPPED, Parser, budget_arguments, global_options, struct_arguments
+from supervisor.cli import arguments, exits, parsers
+from supervisor.cli.arguments import budget_arguments, struct_arguments
 from supervisor.cli.homes import HOMES, LONG_RUNNING, QUICK_EXIT, VIEWS, command_of, exit_now
-from supervisor.client.busy import DEFAULT_ROWS
+from supervisor.cli.parsers import Parser, rows_option
 
 EFFORT_HELP = (
     "the effort its model requests ask for (the API's output_config.effort; default: the model's own)"
@@ -60,22 +58,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     def want(*names: str) -> bool:
         return only is None or only in names
 
-    p = Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
-    global_options(p, inherited=False)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-
-    def cmd(parent: Any, name: str, help: str, epilog: str | None = None) -> argparse.ArgumentParser:
-        if parent is SKIPPED or (parent is sub and not want(name)):
-            return cast(argparse.ArgumentParser, SKIPPED)
-        parser: argparse.ArgumentParser = parent.add_parser(
-            name,
-            help=help,
-            description=help,
-            epilog=epilog,
-            formatter_class=argparse.RawDescriptionHelpFormatter if epilog else argparse.HelpFormatter,
-        )
-        global_options(parser, inherited=True)
-        return parser
+    p, sub, cmd = parsers.skeleton(only)
 
     demo = cmd(sub, "demo", "run the demo pipeline on offline teammates")
     demo.add_argument("--teammates", type=int, default=4)
@@ -225,12 +208,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     restart.add_argument("team")
     restart.add_argument("name")
 
-    send = cmd(sub, "send", "send a message (RECIPIENT '*' broadcasts)")
-    send.add_argument("team")
-    send.add_argument("recipient")
-    send.add_argument("text", help="the text; '-' reads standard input, '@FILE' reads a file")
-    send.add_argument("--summary", required=True)
-    send.add_argument("--from", dest="sender", default=LEAD_NAME)
+    parsers.add_send(cmd, sub)
     push = cmd(sub, "push", "an in-memory message a running teammate takes before anything else")
     push.add_argument("team")
     push.add_argument("name")
@@ -247,52 +225,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     inbox.add_argument("name")
     inbox.add_argument("--unread", action="store_true")
 
-    task = cmd(sub, "task", "create, get, update, list, claim or delete tasks")
-    task_sub = task.add_subparsers(dest="task_command", required=True, parser_class=Parser)
-    t_create = cmd(task_sub, "create", "create a task")
-    t_create.add_argument("team")
-    t_create.add_argument("subject")
-    t_create.add_argument("--description", default="")
-    t_create.add_argument(
-        "--command", dest="shell", default=None, help="shell command an offline teammate runs"
-    )
-    t_create.add_argument("--blocked-by", nargs="*", default=[])
-    t_create.add_argument("--active-form", default=None)
-    t_create.add_argument(
-        "--owner", default=None, help="a member who owns it from the start (told in its inbox)"
-    )
-    t_get = cmd(task_sub, "get", "show a task")
-    t_get.add_argument("team")
-    t_get.add_argument("id")
-    t_update = cmd(task_sub, "update", "update a task (--status pending retries a failed one)")
-    t_update.add_argument("team")
-    t_update.add_argument("id")
-    t_update.add_argument("--status", choices=("pending", "in_progress", "completed", "deleted"))
-    t_update.add_argument("--subject")
-    t_update.add_argument("--description")
-    t_update.add_argument("--owner")
-    t_update.add_argument("--add-blocks", nargs="*", metavar="ID", help="tasks that wait for this one")
-    t_update.add_argument("--add-blocked-by", nargs="*", metavar="ID", help="tasks this one waits for")
-    t_update.add_argument("--remove-blocks", nargs="*", metavar="ID", help="tasks that no longer wait for it")
-    t_update.add_argument("--remove-blocked-by", nargs="*", metavar="ID", help="tasks it no longer waits for")
-    t_update.add_argument(
-        "--command",
-        dest="shell",
-        default=None,
-        help="the shell command an offline teammate runs ('' removes it)",
-    )
-    t_list = cmd(task_sub, "list", "list tasks")
-    t_list.add_argument("team")
-    t_list.add_argument("--all", action="store_true", help="also Claude Code's hidden teammate tasks")
-    rows_option(t_list, "tasks")
-    t_claim = cmd(task_sub, "claim", "claim a task for an agent")
-    t_claim.add_argument("team")
-    t_claim.add_argument("id")
-    t_claim.add_argument("agent")
-    t_claim.add_argument("--check-busy", action="store_true")
-    t_delete = cmd(task_sub, "delete", "delete a task")
-    t_delete.add_argument("team")
-    t_delete.add_argument("id")
+    parsers.add_task(cmd, sub)
 
     for verb in ("approve", "deny"):
         answer = cmd(sub, verb, f"{verb} a teammate's plan or permission request")
@@ -364,16 +297,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="where results go (default: benchmarks/results of the checkout)",
     )
     return p
-
-
-def rows_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--rows",
-        type=int,
-        default=DEFAULT_ROWS,
-        metavar="N",
-        help=f"past N {what}: a count line, the busy ones first, the rest counted (0: every row)",
-    )
 
 
 def _quiet_broken_pipe() -> None:

@@ -14,6 +14,7 @@ from ipc import operations as io
 from ipc.errors import InvalidInput
 from ipc.schemas import Task
 from supervisor.cli.output import emit, open_handle, row_budget, warn
+from supervisor.cli.parsers import created_line
 from supervisor.client import busy
 from supervisor.client import operations as ops
 
@@ -60,7 +61,7 @@ def cmd_task(args: argparse.Namespace) -> int:
                 owner=args.owner,
             )
             task = ops.task_create(team, request)
-            emit(args, task, f"created task #{task.id}: {task.subject}")
+            emit(args, task, created_line(task.id, task.subject))
         elif c == "get":
             task = ops.task_get(team, io.TaskRef(id=args.id))
             emit(args, task, task_text(task))

@@ -2,17 +2,15 @@
 together, answers the control socket, and owns what no part does: starting teammates and
 subagents (their config entry, first message and result file) and bringing the team down.
 
-- :mod:`supervisor.daemon.reactor`: one thread, readers, timers and signals (SIGCHLD among
-  them, so a death is seen at once);
-- :mod:`supervisor.daemon.children`: each agent's lifecycle, through
-  :mod:`supervisor.daemon.processes` (the fork server, reaping) and
-  :mod:`supervisor.daemon.team_files` (config, tasks, events);
+- :mod:`supervisor.daemon.reactor`: one thread: readers, timers, signals (SIGCHLD: deaths seen at once);
+- :mod:`supervisor.daemon.children`: each agent's lifecycle, through :mod:`supervisor.daemon.processes`
+  (the fork server, reaping) and :mod:`supervisor.daemon.team_files` (config, tasks, events);
 - :mod:`supervisor.daemon.router`: the links and the doorbell; hands out ready tasks;
 - :mod:`supervisor.daemon.specs`: who is started and how, checked before anything is written;
 - :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
   arrival order, some later (a spawn when the teammate is ready), so commands queue;
-- :mod:`supervisor.daemon.lead_desk`: the lead's inbox, and a lead agent that may run.
-
+- :mod:`supervisor.daemon.lead_desk`: the lead's inbox, and a lead agent that may run;
+- :mod:`supervisor.daemon.resident`: the resident door's socket, its program started on demand.
 It is on the control path only: messages go from sender to recipient directly.
 """
 
@@ -55,6 +53,7 @@ from supervisor.daemon.panes import Backends, Panes
 from supervisor.daemon.policy import RestartPolicy
 from supervisor.daemon.processes import Processes
 from supervisor.daemon.reactor import Reactor
+from supervisor.daemon.resident import ResidentDoor
 from supervisor.daemon.router import Router
 from supervisor.daemon.specs import TeamContext, check_spawn, subagent_spec, teammate_spec
 from supervisor.daemon.team_files import TeamFiles
@@ -100,6 +99,7 @@ class Supervisor:
         self.reactor = Reactor()
         self.control = control.ControlServer(self.ctx, self.runtime)
         self.reactor.add_reader(self.control, self._on_control)
+        self.door = ResidentDoor(self.reactor, self.runtime, self.paths.root, self.team)
         self.router = Router(self.reactor, self.ctx, self.runtime, self.waker)
         self.processes = Processes(self.runtime, method=self.options.spawn)
         self.panes = Panes(self.reactor, self.team, self.runtime, self.options, self.processes.log_path)
@@ -240,6 +240,7 @@ class Supervisor:
         self.processes.close()
         self.panes.close_all()
         self.threads.close()
+        self.door.close()
         self.control.close()
         close_context(self.ctx)
         self.reactor.close()

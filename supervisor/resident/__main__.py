@@ -1,0 +1,5 @@
+import sys
+
+from supervisor.resident.server import main
+
+sys.exit(main())
