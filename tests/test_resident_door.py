@@ -116,7 +116,8 @@ def test_send_and_create_through_the_door_as_the_full_path_does_and_refuse_alike
                 refused
             )
             assert full.returncode in (1, 2) and len(full.stderr.strip().splitlines()) == 1, full.stderr
-            assert "msgspec" not in names, refused  # refused at the door, not after a fallback
+            if refused[-1] != "seven":  # a task id only the table's words refuse: the full path says it
+                assert "msgspec" not in names, refused  # refused at the door, not after a fallback
         assert (inbox.read_bytes(), len(team.tasks.list())) == before
 
 
@@ -146,9 +147,11 @@ def test_a_bad_request_gets_one_line_and_a_foreign_user_is_refused(root: Path, t
         return json.dumps({**request, **change}).encode() + b"\n"
 
     try:
-        for bad in (b"not json\n", line(args={"to": "bob", "txt": "x"}), line(args={"to": "bob"}, v="one")):
+        for bad in (b"not json\n", line(args={"to": "bob"}, v="one")):
             reply = ask(bad)
             assert reply["ok"] is False and reply["exit"] == 1 and "bad request" in str(reply["error"]), reply
+        for wrong in ({"to": "bob", "txt": "x"}, {"to": "bob", "text": 7, "summary": "s"}):
+            assert "not taken here" in str(ask(line(args=wrong))["fallback"])  # the full path says why
         assert ask(line(op="spawn", args={}))["fallback"]  # not served here: the full path
         assert ask(line(team="other", args={}))["fallback"]
         assert not handle.state.mailbox("bob").exists()  # nothing was sent
@@ -295,3 +298,30 @@ def test_the_quick_path_finds_what_the_full_path_uses(
     same(None, "demo")
     assert quick.place(None, "---") is None and quick.place(" ", "demo") is None
     assert quick.place(None, "never-up") is None  # no runtime directory: nothing to ask
+
+
+def test_a_teammates_tool_and_unreadable_stdin_take_the_full_path(root: Path) -> None:
+    """Inside a teammate (its tools inherit AGENTTEAMS_UNDER_AGENT) the full path does not
+    sign as the lead, so the door, which would, is not asked; stdin that is not UTF-8 text
+    is refused in the full path's one line, and nothing is sent."""
+    from ipc import trust
+    from ipc.mailbox import Mailbox
+
+    with running_team(root) as team:
+        team.spawn("bob", prompt="Wait for messages.")
+        wait_for(lambda: (m := team.status().teammate("bob")) is not None and m.state == "idle", timeout=30)
+        argv = [*AGENTTEAMS, "--root", str(root), "send", "t", "bob"]
+        env = {**os.environ, "AGENTTEAMS_UNDER_AGENT": "bob"}
+        done = subprocess.run(
+            [*argv, "from a tool", "--summary", "s"], env=env, capture_output=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        (sent,) = [m for m in Mailbox(root, "t", "bob").read() if m.text == "from a tool"]
+        assert trust.signature_of(sent) is None  # not in the lead's name: a person's, unsigned
+        before = Mailbox(root, "t", "bob").path.read_bytes()
+        done = subprocess.run(
+            [*argv, "-", "--summary", "s"], input=b"caf\xe9\n", capture_output=True, timeout=60
+        )
+        assert done.returncode == 1 and b"not UTF-8" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert Mailbox(root, "t", "bob").path.read_bytes() == before

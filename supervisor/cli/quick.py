@@ -38,6 +38,7 @@ MAX_REQUEST = 4 * 1024 * 1024
 DEADLINE = 20.0  # seconds for the answer: the door's first start, on a busy machine, included
 MAX_NAME_LENGTH = 64  # ipc.paths: team names and the runtime directory's place
 MAX_RUNTIME_PATH = 80
+UNDER_AGENT = "AGENTTEAMS_UNDER_AGENT"  # ipc.trust: set in a teammate and every tool it runs
 
 try:  # the interpreter's own SHA-256 (3.11): hashlib loads OpenSSL first, a few ms of start-up
     from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
@@ -49,6 +50,8 @@ def attempt(argv: list[str]) -> int | None:
     """The exit code of ``argv`` done through the team's resident door, or None: take the
     full path (nothing was sent)."""
     if os.environ.get("AGENTTEAMS_QUICK_DOOR", "1") == "0":
+        return None
+    if os.environ.get(UNDER_AGENT):  # a teammate's tool: the door would sign as the lead
         return None
     command = command_of(argv)
     if command not in ("send", "task") or (command == "task" and task_command(argv) != "create"):
@@ -130,8 +133,13 @@ def message_text(value: str) -> str | None:
     """``send``'s text as the full path reads it, or None (let the full path say why not)."""
     if value == "-":
         try:
-            return sys.stdin.read()
-        except (OSError, UnicodeDecodeError):
+            raw = sys.stdin.buffer.read()
+        except OSError:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:  # the full path reads the same bytes and says what is wrong
+            sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
             return None
     if value.startswith("@") and len(value) > 1:
         try:

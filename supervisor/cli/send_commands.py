@@ -21,7 +21,12 @@ from supervisor.client import operations as ops
 
 def message_text(value: str) -> str:
     if value == "-":
-        return sys.stdin.read()
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"cannot read the message from standard input: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
     if value.startswith("@") and len(value) > 1:
         path = Path(value[1:])
         try:

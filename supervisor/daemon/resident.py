@@ -24,7 +24,7 @@ from supervisor.daemon.reactor import Reactor
 log = logging.getLogger("agentteams.supervisor")
 MODULE = "supervisor.resident"
 RETRY = 1.0  # a door that died within this long of its start is started again only after it
-STOP_WAIT = 2.0  # seconds a stopped door has to finish what it is doing
+STOP_WAIT = 11.0  # seconds a stopped door has to finish what it is doing (its own drain, 10 s, and one)
 
 
 class ResidentDoor:
@@ -93,14 +93,14 @@ class ResidentDoor:
         """The team goes down: the door finishes the requests under way and exits, before the
         supervisor does (a ``down`` that returned leaves nothing running)."""
         self.closed = True
-        if self.pid is not None:
+        if self.pid is not None:  # signalled through its pidfd: the reaper may have reaped it already
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGTERM)
+                signal.pidfd_send_signal(self.pidfd, signal.SIGTERM)
             gone, _, _ = select.select([self.pidfd], [], [], STOP_WAIT)
             with contextlib.suppress(ProcessLookupError, ChildProcessError):
                 if not gone:
-                    os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED)  # not by number: it may be another's now
         if self.pidfd >= 0:
             os.close(self.pidfd)
         self.sock.close()

@@ -112,18 +112,14 @@ class Door:
         if not ours:
             return wire.Reply(ok=False, fallback="another team's door")
         op = ops.TABLE[request.op]
-        unknown = set(request.args) - {f.name for f in msgspec.structs.fields(op.input)}
-        if unknown:
-            return wire.Reply(
-                ok=False,
-                error=f"a bad request to the resident door: unknown fields {sorted(unknown)}",
-                exit=ERROR,
-            )
+        try:
+            args = msgspec.convert(request.args, op.input)
+        except msgspec.ValidationError as exc:  # the full path refuses it in the command line's words
+            return wire.Reply(ok=False, fallback=f"not taken here: {exc}")
         try:
             with self.lock:
                 self.team.store.read()  # NotFound for a team that went away, as the command line says
-                # Built as the command line builds it, so that bad input is refused in its words.
-                result = op(self.team, op.input(**request.args), request.actor)
+                result = op(self.team, args, request.actor)
         except AgentTeamsError as exc:
             return wire.Reply(ok=False, error=exc.message, exit=ERROR)
         except Exception as exc:  # a bug of ours: the caller hears it, the door goes on
