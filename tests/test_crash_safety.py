@@ -9,6 +9,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from ipc import Mailbox, TaskList
 from ipc.storage import append_line, read_jsonl_after
 
@@ -33,6 +35,7 @@ def _writer(root: Path, team: str, tag: str, ack_path: Path) -> None:
         i += 1
 
 
+@pytest.mark.heavy  # one of the slowest tests (7-17 s): make test-heavy, which CI runs too
 def test_random_sigkills_never_tear_a_file_or_lose_an_acknowledged_write(
     root: Path, team: str, tmp_path: Path
 ) -> None:

@@ -54,6 +54,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
         engine_team.close_all()
 
 
+@pytest.mark.heavy  # one of the slowest tests (7-17 s): make test-heavy, which CI runs too
 def test_a_claude_teammate_on_host_b_talks_to_an_offline_one_on_host_a(
     tmp_path: Path, engine: Engine
 ) -> None:

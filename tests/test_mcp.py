@@ -146,6 +146,7 @@ async def work_as_a_member(client: Client, team: Team) -> None:
     assert team.tasks.get(task.id).status == "completed"
 
 
+@pytest.mark.heavy  # one of the slowest tests (7-17 s): make test-heavy, which CI runs too
 def test_a_member_over_stdio_works_and_leaves_when_its_client_is_killed(tmp_path: Path) -> None:
     with running_team(tmp_path, fallback_poll=float(NEVER)) as team:
         team.spawn("bob", prompt="Answer messages.")

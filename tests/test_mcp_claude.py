@@ -97,6 +97,7 @@ def test_claude_code_joins_through_mcp_sends_a_message_and_claims_a_task(
         assert team.tasks.get(task.id).owner != "claude"
 
 
+@pytest.mark.heavy  # one of the slowest tests (7-17 s): make test-heavy, which CI runs too
 def test_a_claude_code_teammate_reads_an_mcp_members_message_and_its_answer_wakes_the_member(
     tmp_path: Path, claude: ClaudeCode, monkeypatch: pytest.MonkeyPatch
 ) -> None:

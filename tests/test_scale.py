@@ -187,6 +187,7 @@ def test_ps_status_watch_and_task_list_show_a_count_and_the_busy_first_within_a_
         cli(tmp_path, "ps", "t", "--rows", "-1", ok=False)
 
 
+@pytest.mark.heavy  # one of the slowest tests (7-17 s): make test-heavy, which CI runs too
 def test_the_scale_benchmark_runs_and_reports_each_measure(tmp_path: Path) -> None:
     """Its quick form, in this process (not part of `bench all --quick`): the code must not rot."""
     import matplotlib
