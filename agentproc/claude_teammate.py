@@ -113,6 +113,7 @@ class ClaudeTeammate:
         self.spec = spec
         self.channel = channel
         self.in_pane = in_pane
+        self.config = TeamConfigStore.at(spec.team_paths())  # claude rewrites it in place: see repair_torn
         self.relay: Relay | None = None  # in a pane: the pane's terminal, lent to claude
         self.screen = Screen(sys.stderr.buffer if in_pane else sys.stdout.buffer)
         self.pid = 0
@@ -197,7 +198,11 @@ class ClaudeTeammate:
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         """Stopped (by the supervisor, or its death): claude first, gently, then everything
-        it started."""
+        it started; then the team's config, which claude rewrites in place, is repaired if it
+        was killed in the middle of that (from a copy read just before)."""
+        store = self.config
+        with contextlib.suppress(AgentTeamsError):
+            store.read()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
@@ -209,6 +214,8 @@ class ClaudeTeammate:
         for proc in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
+        with contextlib.suppress(AgentTeamsError):
+            store.repair_torn()
         if self.courier is not None:
             self.courier.withdraw()
         if self.relay is not None:
@@ -251,6 +258,10 @@ class ClaudeTeammate:
             if waiting and status is None:
                 self._open_courier()
             self.channel.wait(0)  # a ring means a message was appended: claude polls, or the courier took it
+            with contextlib.suppress(AgentTeamsError):
+                self.config.read()  # a fresh copy to repair from (decoded only when it changed)
+        with contextlib.suppress(AgentTeamsError):
+            self.config.repair_torn()  # claude may exit (or be killed) in the middle of rewriting it in place
         self._close_courier()
         with contextlib.suppress(OSError):
             while self._read_screen():

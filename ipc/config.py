@@ -1,10 +1,7 @@
-"""The team config, ``teams/{team}/config.json``: every read-modify-write under its lock.
-
-Unlike Claude Code, which writes config.json without a lock, concurrent spawns here never
-lose a member. A rewrite keeps every field it does not know, at the top level and in each
-member (other writers keep their own state there). Reads are cached against the file's identity, so the hot path (every
-send checks membership) decodes the file only when it changed.
-"""
+"""The team config, ``teams/{team}/config.json``: every read-modify-write under its lock (Claude
+Code takes none; concurrent spawns here never lose a member). A rewrite keeps every field it
+does not know, top level and per member. Reads are cached against the file's identity, so the
+hot path (every send checks membership) decodes the file only when it changed."""
 
 from __future__ import annotations
 
@@ -43,7 +40,6 @@ T = TypeVar("T")
 # Member fields a caller may change with update_member (agentId and name identify it).
 _UPDATABLE = {"agent_type", "model", "prompt", "color", "plan_mode_required", "permission_mode"}
 _UPDATABLE |= {"tmux_pane_id", "cwd", "subscriptions", "backend_type", "is_active", "host"}
-
 log = logging.getLogger("agentteams.config")
 
 
@@ -139,6 +135,13 @@ class TeamConfigStore:
             self._cached = (written, config)  # the next read, set_active's look among them, decodes nothing
             self._last_good = config
             return result
+
+    def repair_torn(self) -> None:
+        """A config torn by a killed in-place writer (Claude Code) rebuilt from the copy read last."""
+        try:
+            self.read()
+        except CorruptFile:
+            self._mutate(lambda config: None)  # the torn one is kept beside it
 
     def create(
         self,
@@ -359,9 +362,8 @@ class TeamConfigStore:
         self._mutate(change)
 
     def delete(self, *, force: bool = False) -> None:
-        """Remove ``teams/{team}``, ``tasks/{team}`` and the team's runtime directory; refused
-        while teammates remain (``force``: remove them too, for a team whose supervisor has
-        already stopped them). A config that does not parse does not stop a delete."""
+        """Remove ``teams/{team}``, ``tasks/{team}`` and the runtime directory; refused while
+        teammates remain (``force``: remove them too). A config that does not parse does not stop it."""
         with locked(self.path, root=self.paths.root):
             data = read_bytes(self.path)
             if data is None:

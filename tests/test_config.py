@@ -107,3 +107,24 @@ def test_delete_is_refused_while_teammates_remain(root: Path, team: str) -> None
 def test_unknown_team(root: Path) -> None:
     with pytest.raises(NotFound, match="team create"):
         TeamConfigStore(root, "ghost").read()
+
+
+def test_a_config_torn_by_a_killed_in_place_writer_is_repaired_from_the_copy_read_last(
+    root: Path, team: str
+) -> None:
+    """Claude Code rewrites config.json in place; a teammate that stopped it mid-write repairs
+    what it left (the torn bytes kept beside it), and leaves a sound config alone."""
+    store = TeamConfigStore(root, team)
+    names = [m.name for m in store.read().members]  # the copy read last
+    inode = store.path.stat().st_ino
+    store.repair_torn()
+    assert store.path.stat().st_ino == inode  # sound: not written
+    whole = store.path.read_bytes()
+    store.path.write_bytes(whole[: len(whole) // 2])  # cut mid-write, in place
+    store.repair_torn()
+    assert (
+        [m.name for m in TeamConfigStore(root, team).read().members] == names == ["team-lead", "alice", "bob"]
+    )
+    assert [p.read_bytes() for p in store.path.parent.glob("config.json.corrupt-*")] == [
+        whole[: len(whole) // 2]
+    ]

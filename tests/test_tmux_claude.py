@@ -24,7 +24,8 @@ from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 from tests.runtime_helpers import alive, nothing_left_under, processes_under, wait_for
 
 pytestmark = [
-    pytest.mark.tmux,  # `make test-tmux`: a real `claude` takes seconds to start
+    # `make test-tmux-claude`, not in CI: flaky here (README, "Limitations")
+    pytest.mark.tmux_claude,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
@@ -134,10 +135,9 @@ def test_a_claude_teammate_shows_claude_codes_screen_in_its_pane_and_does_its_ta
         assert (work / "out.txt").read_text() == "from-the-pane\n"
         # Claude Code's own TUI, drawn in the pane: its banner, its prompt box named for the
         # teammate, its permission-mode line; and what a person types there reaches it.
-        wait_for(lambda: "Bash(echo from-the-pane" in screen(server, pane), timeout=30)
-        shown = screen(server, pane)
-        assert "Claude Code v2.1.38" in shown and "Task #1 assigned by team-lead" in shown, shown
-        assert "@cc" in shown and "bypass permissions on" in shown, shown
+        parts = ["Bash(echo from-the-pane", "Claude Code v2.1.38", "Task #1 assigned by team-lead", "@cc"]
+        parts += ["bypass permissions on"]  # (one look: the TUI redraws, a capture may catch it between)
+        wait_for(lambda: all(part in screen(server, pane) for part in parts), timeout=30)
         tmux(server, "send-keys", "-t", pane, "-l", "typed by a person")
         typed = re.compile(r"❯\s+typed by a person")  # its prompt box (it pads with a no-break space)
         wait_for(lambda: typed.search(screen(server, pane)), timeout=30)
