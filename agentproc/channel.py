@@ -19,12 +19,17 @@ from ipc.poller import Poller, close_context, context
 from ipc.wake import WakeListener, Waker, queued
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ipc.engine.ring import EngineWakeListener
 
 
 # A fallback poll leaves the task list to the supervisor's hand-out while it changed this
 # recently: a creator writes its tasks before it tells the supervisor, which then queues them.
 TASKS_SETTLE = 2.0
+# ...but not for longer than this in a row: a team creating tasks without pause would leave
+# those nobody told the supervisor of (another writer's, a TasksReady that timed out) unseen.
+TASKS_SETTLE_MOST = 10.0
 
 
 def _changed_within(path: Path, seconds: float) -> bool:
@@ -32,6 +37,28 @@ def _changed_within(path: Path, seconds: float) -> bool:
         return time.time() - os.stat(path).st_mtime < seconds
     except OSError:
         return False
+
+
+class SettleGate:
+    """Whether a fallback poll leaves a just-changed task list to the hand-out. A run of
+    such skips ends ``most`` seconds after its first with a look, and a new run starts."""
+
+    def __init__(self, most: float = TASKS_SETTLE_MOST, clock: Callable[[], float] = time.monotonic) -> None:
+        self.most = most
+        self.clock = clock
+        self.since: float | None = None  # the first skip of the current run
+
+    def skip(self, changed: bool) -> bool:
+        if not changed:
+            self.since = None
+            return False
+        now = self.clock()
+        if self.since is None:
+            self.since = now
+        elif now - self.since >= self.most:
+            self.since = None  # look this time; a list still changing starts a new run
+            return False
+        return True
 
 
 @dataclass
@@ -78,6 +105,7 @@ class ZmqChannel:
         if self.engine_ring is not None:
             self.poller.register(self.engine_ring.fileno())
         self.handed = self.engine_ring is None  # on the engine, teammates claim for themselves
+        self.settle = SettleGate()
 
     def hello(self, agent: str, pid: int) -> None:
         self.link.send(link.Hello(agent=agent, pid=pid))
@@ -104,7 +132,7 @@ class ZmqChannel:
         if self.link in ready:
             woke.frames += self.link.receive()
         elif not ready and self.handed:
-            woke.queued = queued(self.runtime) or _changed_within(self.tasks, TASKS_SETTLE)
+            woke.queued = queued(self.runtime) or self.settle.skip(_changed_within(self.tasks, TASKS_SETTLE))
         return woke
 
     def close(self) -> None:
