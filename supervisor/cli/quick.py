@@ -7,8 +7,8 @@ is printed as the full path prints it, with the same exit code.
 
 Whenever the door cannot be asked (the team is not up, its socket is missing or stale,
 a runtime directory that is not private, ``--engine``, an argument it does not take, or a
-door that says "not here"), nothing has been sent and the full path runs instead, so the
-result is the same either way. Once a request has gone out the answer is waited for, up to
+door that says "not here", or one that could not start), nothing has been sent and the full
+path runs instead, so the result is the same either way. Once a request has gone out the answer is waited for, up to
 ``DEADLINE``: a door that goes away first is an error, never a second send.
 """
 
@@ -245,19 +245,24 @@ def connect(path: str) -> _socket.socket | None:
 
 
 def exchange(conn: _socket.socket, line: bytes) -> dict[str, object] | None:
-    """Send the request line, wait for the reply's (None: the door went away or took too long)."""
+    """Send the request line, wait for the reply's (None: the door went away or took too long).
+    A line not sent whole was never acted on (the door acts on whole lines): if no reply came
+    (the supervisor says at once when its door could not start), the full path is taken."""
     deadline = time.monotonic() + DEADLINE
-    data = b""
+    data, sent = b"", True
     try:
-        conn.sendall(line)
+        try:
+            conn.sendall(line)
+        except OSError:
+            deadline, sent = time.monotonic() + 1.0, False  # a reply written already is read below
         while b"\n" not in data:
             conn.settimeout(max(0.001, deadline - time.monotonic()))
             chunk = conn.recv(65536)
             if not chunk:
-                return None
+                return None if sent else {"fallback": "not sent"}
             data += chunk
     except OSError:
-        return None
+        return None if sent else {"fallback": "not sent"}
     finally:
         conn.close()
     try:

@@ -3,7 +3,12 @@ directory) when the team comes up, and watched until someone connects; then the 
 program (``python -m supervisor.resident``, the client side's, never imported here) is
 started with the socket and serves it, and the supervisor looks away until that program
 exits (idle, crashed, killed: a pidfd says so; the supervisor's reaper reaps it), when it
-watches again. The supervisor's loop never reads a request, so no client can slow it."""
+watches again. The supervisor's loop never reads a request, so no client can slow it.
+
+A door program that exits before it says it serves (a byte on a pipe) could not start: the
+clients waiting in the socket's queue, whose requests nobody read, are told so at once (the
+door's own "fallback" reply: they take the full path), and so is every client for a while
+after (a second, doubling up to a minute while it keeps failing) before it is tried again."""
 
 from __future__ import annotations
 
@@ -15,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from ipc.resident import SOCKET_NAME
@@ -23,7 +27,11 @@ from supervisor.daemon.reactor import Reactor
 
 log = logging.getLogger("agentteams.supervisor")
 MODULE = "supervisor.resident"
-RETRY = 1.0  # a door that died within this long of its start is started again only after it
+RETRY = 1.0  # a door that could not start is tried again only after this long, doubled each time
+RETRY_MOST = 60.0
+# What a client in the queue hears when the door could not start (ipc.resident.Reply, by hand:
+# nothing of the door's is imported here; a test decodes it as one).
+COULD_NOT_START = b'{"ok":false,"fallback":"the resident door could not start"}\n'
 STOP_WAIT = 11.0  # seconds a stopped door has to finish what it is doing (its own drain, 10 s, and one)
 
 
@@ -43,7 +51,9 @@ class ResidentDoor:
         self.sock.setblocking(False)
         self.pid: int | None = None
         self.pidfd = -1
-        self.started = 0.0
+        self.ready = -1  # the read end of the pipe on which the door says it serves
+        self.retry = RETRY
+        self.refuse_until = 0.0  # the door could not start: until then, clients hear so at once
         self.closed = False
         self._watch()
 
@@ -52,17 +62,21 @@ class ResidentDoor:
             self.reactor.add_reader(self.sock.fileno(), self._on_demand)
 
     def _on_demand(self) -> None:
+        if self.reactor.now() < self.refuse_until:
+            self._turn_away()  # and go on watching
+            return
         self.reactor.remove_reader(self.sock.fileno())
         fd = self.sock.fileno()
+        ready, says = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         argv = [sys.executable, "-m", MODULE, "--root", str(self.root), "--team", self.team]
-        argv += ["--fd", str(fd), "--supervisor-pid", str(os.getpid())]
+        argv += ["--fd", str(fd), "--supervisor-pid", str(os.getpid()), "--ready", str(says)]
         logs = self.runtime / "logs"
         logs.mkdir(mode=0o700, exist_ok=True)
         try:
             with open(logs / "resident-door.log", "ab") as out:
                 proc = subprocess.Popen(
                     argv,
-                    pass_fds=(fd,),
+                    pass_fds=(fd, says),
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=out,
@@ -70,10 +84,13 @@ class ResidentDoor:
                 )
         except OSError as exc:
             log.error("cannot start the resident door: %s", exc.strerror)
-            self.reactor.call_later(RETRY, self._watch)
+            os.close(ready)
+            self._could_not_start()
             return
+        finally:
+            os.close(says)  # the door holds it now: at its exit, the pipe reads end-of-file
         proc.returncode = 0  # reaped by the supervisor's reaper, never through Popen
-        self.pid, self.started = proc.pid, time.monotonic()
+        self.pid, self.ready = proc.pid, ready
         self.pidfd = os.pidfd_open(proc.pid)  # our child, not yet reaped: the pid is still its
         self.reactor.add_reader(self.pidfd, self._exited)
         log.info("resident door started, pid %d", proc.pid)
@@ -82,12 +99,41 @@ class ResidentDoor:
         """Its program exited: watch the socket again."""
         self.reactor.remove_reader(self.pidfd)
         os.close(self.pidfd)
+        try:
+            served = os.read(self.ready, 1) != b""
+        except BlockingIOError:  # nothing said, the write end still open somewhere: not served
+            served = False
+        os.close(self.ready)
         log.info("the resident door (pid %s) exited", self.pid)
-        self.pid, self.pidfd = None, -1
-        if time.monotonic() - self.started < RETRY:
-            self.reactor.call_later(RETRY, self._watch)  # not a hot loop on a door that cannot start
-        else:
+        self.pid, self.pidfd, self.ready = None, -1, -1
+        if served:
+            self.retry = RETRY
             self._watch()
+        else:
+            self._could_not_start()
+
+    def _could_not_start(self) -> None:
+        log.error(
+            "the resident door could not start (see logs/resident-door.log); tried again in %.0f s",
+            self.retry,
+        )
+        self.refuse_until = self.reactor.now() + self.retry
+        self.retry = min(2 * self.retry, RETRY_MOST)
+        self._turn_away()
+        self._watch()
+
+    def _turn_away(self) -> None:
+        """Tell each client in the queue that the door could not start: its request was never
+        read, so nothing was done, and it takes the full path (it is never read here either)."""
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # BlockingIOError: the queue is empty
+                return
+            with conn:
+                conn.setblocking(False)
+                with contextlib.suppress(OSError):  # a client gone already: nothing to tell
+                    conn.send(COULD_NOT_START)
 
     def close(self) -> None:
         """The team goes down: the door finishes the requests under way and exits, before the
@@ -103,5 +149,7 @@ class ResidentDoor:
                 os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED)  # not by number: it may be another's now
         if self.pidfd >= 0:
             os.close(self.pidfd)
+        if self.ready >= 0:
+            os.close(self.ready)
         self.sock.close()
         self.path.unlink(missing_ok=True)

@@ -57,8 +57,8 @@ def read_line(conn: socket.socket, deadline: float) -> bytes:
             raise TimeoutError
         conn.settimeout(remaining)
         chunk = conn.recv(65536)
-        if not chunk:
-            break
+        if not chunk:  # a client that could not send its whole line takes it as never sent
+            raise ValueError("the request ended before its line did")
         data += chunk
         if len(data) > wire.MAX_REQUEST:
             raise ValueError(f"a request of more than {wire.MAX_REQUEST} bytes")
@@ -200,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)
     log.info("serving %s (pid %d)", door.team.name, os.getpid())
+    if "--ready" in given:  # the supervisor's word that we started: a door that exits before could not
+        with contextlib.suppress(OSError):
+            os.write(int(given["--ready"]), b".")
+        with contextlib.suppress(OSError):
+            os.close(int(given["--ready"]))
     try:
         door.serve(wake_read)
     finally:
