@@ -75,6 +75,7 @@ class TeamTree(msgspec.Struct, kw_only=True):
     root: str
     supervisor: ProcInfo | None = None
     forkserver: ProcInfo | None = None
+    door: ProcInfo | None = None  # the resident door's program, while it runs
     lead: ProcInfo | None = None
     hosts: list[ProcInfo] = []  # in-process hosts: their teammates are threads of these
     wake: str = ""

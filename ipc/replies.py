@@ -42,6 +42,7 @@ class TeamStatus(msgspec.Struct, kw_only=True):
     started: float
     runtime: str
     lead_pid: int | None = None
+    door: int | None = None  # the resident door's program, while it runs
     task_wakes: int = 0  # wakes sent to idle teammates for ready tasks
     lead_checks: int = 0  # looks the supervisor took at the lead's inbox
     lead_check_seconds: float = 0.0  # and the time they took, together

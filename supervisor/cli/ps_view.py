@@ -1,4 +1,5 @@
-"""``agentteams ps`` for a person: each team as a tree, supervisor → fork server, lead,
+"""``agentteams ps`` for a person: each team as a tree, supervisor → fork server, resident
+door (while it runs), lead,
 teammates → their tools and subagents; in-process teammates as threads under their host
 process. A team with more teammates than the row budget
 shows a count line and the busy teammates first; ``--all`` shows every row (``--json``
@@ -39,6 +40,11 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
         print(f"│  {busy.mates_line(top)}")
     if tree.forkserver:
         print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
+    if tree.door:
+        door = tree.door
+        print(
+            f"├─ resident door {door.pid}  cpu {door.cpu_percent:.0f}%  rss {_mib(door.rss)} MiB  up {door.uptime:.0f}s"
+        )
     # Subagents are printed under their parent (the lead or a teammate).
     subagents: dict[str, list[MateTree]] = {}
     for mate in tree.teammates:

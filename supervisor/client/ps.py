@@ -187,6 +187,8 @@ def team_tree(
     tree.supervisor, tree.wake = describe(pid), status.wake
     if status.forkserver:
         tree.forkserver = describe(status.forkserver)
+    if status.door:
+        tree.door = describe(status.door)
     if status.lead_pid:
         tree.lead = describe(status.lead_pid)
     owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
@@ -352,13 +354,13 @@ def _status(team: TeamHandle) -> TeamStatus | None:
 
 
 def _pids(status: TeamStatus, kids: Kids, seen: set[str] | None) -> list[int]:
-    """The supervisor, its fork server and lead, its teammates (those ``seen``; None: all)
+    """The supervisor, its fork server, resident door and lead, its teammates (those ``seen``; None: all)
     and everything below them."""
     pids = [
         status.supervisor,
         *(t.pid for t in status.teammates if t.pid and (seen is None or t.name in seen)),
     ]
-    below = [status.forkserver or 0, status.lead_pid or 0]
+    below = [status.forkserver or 0, status.door or 0, status.lead_pid or 0]
     for pid in pids[1:]:
         below += [p for p, _ in _below(pid, kids)]
     return [p for p in [*pids, *below] if p]

@@ -331,6 +331,7 @@ class Supervisor:
             started=self.started,
             runtime=str(self.runtime),
             lead_pid=self.lead.pid,
+            door=self.door.pid,
             task_wakes=self.router.task_wakes,
             lead_checks=self.lead.checks,
             lead_check_seconds=self.lead.check_seconds,
