@@ -19,24 +19,13 @@ from agentproc.tools import ToolBox
 from agentproc.tools.agent import TASK_BACKGROUND
 from agentproc.transcript import Transcript
 from ipc import agents, subagents
-from ipc.launch import LaunchSpec
 from ipc.paths import TeamPaths
 from ipc.replies import SubagentResult
 from ipc.usage import ledger_path, read_ledger
 from supervisor import Team
-from tests.fake_anthropic import (
-    FakeAnthropic,
-    PromptCache,
-    Reply,
-    last_user_content,
-    last_user_text,
-    text,
-    text_of,
-    tool_uses,
-)
+from tests.agent_helpers import LEAD_MODEL, launch_spec, results, serve
+from tests.fake_anthropic import PromptCache, Reply, last_user_text, text, text_of, tool_uses
 from tests.runtime_helpers import nothing_left_under
-
-LEAD_MODEL = "anthropic:claude-test"
 
 
 def check(**fields: Any) -> checkins.CheckIn:
@@ -125,17 +114,7 @@ def test_its_progress_is_its_latest_text_else_its_tool_calls_from_its_sidechain(
 def test_task_background_in_a_turn_only_confirms_a_running_subagent_of_its_own(tmp_path: Path) -> None:
     paths = TeamPaths(tmp_path, "t")
     paths.team_dir.mkdir(parents=True)
-    spec = LaunchSpec(
-        agent_id="alice@t",
-        agent_name="alice",
-        team_name="t",
-        agent_color="blue",
-        parent_session_id="s",
-        root=str(tmp_path),
-        cwd=str(tmp_path),
-        wake="poll",
-    )
-    ctx = AgentContext(spec=spec, channel=PollChannel())
+    ctx = AgentContext(spec=launch_spec(tmp_path, name="alice", wake="poll"), channel=PollChannel())
     tools = ToolBox(ctx, [TASK_BACKGROUND], NoAskPolicy())
     subagents.write(paths, SubagentResult(id="sub-1", parent="alice"))
     subagents.write(paths, SubagentResult(id="sub-2", parent="bob"))
@@ -150,12 +129,6 @@ def test_task_background_in_a_turn_only_confirms_a_running_subagent_of_its_own(t
     ):
         refused = tools.call("TaskBackground", {"task_id": sub})
         assert refused.is_error and why in refused.content
-
-
-def results(request: dict[str, Any]) -> dict[str, str]:
-    content = last_user_content(request)
-    blocks = content if isinstance(content, list) else []
-    return {b["tool_use_id"]: b["content"] for b in blocks if b.get("type") == "tool_result"}
 
 
 def strip(value: Any) -> Any:
@@ -181,11 +154,8 @@ def lead(root: Path, monkeypatch: pytest.MonkeyPatch, script: Any) -> tuple[Team
         seen.append((request, usage))
         return usage
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("AGENTTEAMS_API_RETRIES", "0")
     monkeypatch.setenv(checkins.ENV, "1")
-    with FakeAnthropic(script, usage=billed) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    with serve(script, monkeypatch, usage=billed) as api:
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead("GOAL: one helper.", model=LEAD_MODEL, timeout=60)
     assert result.stopped_by == "done", result
@@ -193,6 +163,7 @@ def lead(root: Path, monkeypatch: pytest.MonkeyPatch, script: Any) -> tuple[Team
 
 
 @pytest.mark.heavy
+@pytest.mark.usefixtures("fake_api_env")
 def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,7 +174,7 @@ def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
         done, turn = results(request), last_user_text(request)
         if "You are a subagent" in text_of(request["system"]):  # a model of its own, on this server
             seen["subagent"] += 1
-            return text(done["w"]) if "w" in done else tool_uses(("w", "Bash", {"command": work}))
+            return text(done["w"][0]) if "w" in done else tool_uses(("w", "Bash", {"command": work}))
         if "[check-in" in turn:
             seen["offers"].append(turn)
             if "(calling Bash" not in turn:  # its progress shows it at work: then, not before
@@ -213,7 +184,7 @@ def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
         if "GOAL" in turn and not done:
             return tool_uses(("s1", "Agent", {"description": "helper", "prompt": "Run the work."}))
         if "s1" in done:
-            seen["s1"] = json.loads(done["s1"])
+            seen["s1"] = json.loads(done["s1"][0])
             (root / "gate").touch()  # only now may it end: it ran on in the background
             return text("It runs on.")
         if "<task-notification>" in turn:
@@ -256,6 +227,7 @@ def test_the_parents_model_moves_its_subagent_to_the_background_at_a_check_in(
 
 
 @pytest.mark.heavy
+@pytest.mark.usefixtures("fake_api_env")
 def test_a_declined_check_in_keeps_the_agent_call_waiting_for_the_result(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -270,7 +242,7 @@ def test_a_declined_check_in_keeps_the_agent_call_waiting_for_the_result(
         if "GOAL" in turn and not done:
             return tool_uses(("s1", "Agent", helper(root)))
         if "s1" in done:
-            seen["s1"] = done["s1"]
+            seen["s1"] = done["s1"][0]
             return text("Done.")
         if "<task-notification>" in turn:
             seen["notification"] = turn
