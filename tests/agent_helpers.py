@@ -42,6 +42,15 @@ def results(request: dict[str, Any]) -> dict[str, tuple[Any, bool]]:
     }
 
 
+def strip(value: Any) -> Any:
+    """A request part without its cache breakpoints (they move from request to request)."""
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
 def write_definition(folder: Path, name: str, front: str, body: str = "You help.") -> Path:
     """An agent definition ``folder/name.md``: ``name`` and the ``front`` lines in its front
     matter, ``body`` its prompt."""

@@ -23,7 +23,7 @@ from ipc.paths import TeamPaths
 from ipc.replies import SubagentResult
 from ipc.usage import ledger_path, read_ledger
 from supervisor import Team
-from tests.agent_helpers import LEAD_MODEL, launch_spec, results, serve
+from tests.agent_helpers import LEAD_MODEL, launch_spec, results, serve, strip
 from tests.fake_anthropic import PromptCache, Reply, last_user_text, text, text_of, tool_uses
 from tests.runtime_helpers import nothing_left_under
 
@@ -129,14 +129,6 @@ def test_task_background_in_a_turn_only_confirms_a_running_subagent_of_its_own(t
     ):
         refused = tools.call("TaskBackground", {"task_id": sub})
         assert refused.is_error and why in refused.content
-
-
-def strip(value: Any) -> Any:
-    if isinstance(value, list):
-        return [strip(v) for v in value]
-    if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k != "cache_control"}
-    return value
 
 
 def helper(root: Path) -> dict[str, Any]:

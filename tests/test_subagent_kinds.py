@@ -16,7 +16,7 @@ import pytest
 
 from ipc.schemas import PermissionRequest
 from supervisor import Team
-from tests.agent_helpers import LEAD_MODEL, define, results, secret_outside, serve
+from tests.agent_helpers import LEAD_MODEL, define, results, secret_outside, serve, strip
 from tests.fake_anthropic import PromptCache, Reply, last_user_text, text, text_of, tool_uses
 from tests.runtime_helpers import nothing_left_under, running_team, wait_for
 
@@ -45,15 +45,6 @@ def directive(request: dict[str, Any]) -> str:
     """A fork's own task: the text after the boilerplate (its parent's call names every fork's)."""
     said = [text_of(m["content"]) for m in request["messages"] if m["role"] == "user"]
     return next(t for t in said if "<fork-boilerplate>" in t)
-
-
-def strip(value: Any) -> Any:
-    """A request part without its cache breakpoints (they move from request to request)."""
-    if isinstance(value, list):
-        return [strip(v) for v in value]
-    if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k != "cache_control"}
-    return value
 
 
 def test_a_fork_shares_its_parents_prefix_reads_it_from_the_cache_and_cannot_fork_again(
