@@ -278,6 +278,7 @@ class LeadLoop(AgentRunner):
 
     def run(self) -> LeadResult:
         started = time.monotonic()
+        self.result.started_ns = time.time_ns()
         deadline = None if self.launch.timeout is None else started + self.launch.timeout
         self.hello()
         self._snapshot()

@@ -1,11 +1,17 @@
 """How long stopping takes, as a person meets it on the command line: `down` of an idle and
 of a busy team, Ctrl-C of `run`, `lead` and `chat` while a teammate runs a long command, and
-how far `lead --timeout` overshoots its limit. Each figure is the whole command (interpreter
-start included), from the keystroke (the signal) to its exit."""
+how far `lead --timeout` overshoots its limit. Each figure is from the keystroke (the signal,
+or the start of a `down`, whose interpreter start is included) to the command's exit.
+
+`lead --timeout` has two rows. Its limit counts from the lead agent's start, which the lead
+reports (``started_ns``, wall-clock): the stop is the command's exit past that start plus the
+limit. Beside it, the exit past the command's own start plus the limit, which also holds the
+interpreter's start, making the team, starting its supervisor and the lead's process."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -14,13 +20,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from benchmarks.common import scratch
 from ipc.errors import AgentTeamsError
+from ipc.replies import LeadResult
 from supervisor import Team
 
 AGENTTEAMS = [sys.executable, "-m", "supervisor.cli"]
 LONG = "sleep 60"
 STOP_TARGET_S = 1.0
+LIMIT = 2.0  # s: the `lead --timeout` measured
+WHOLE = "lead --timeout {limit:g}: exit past the command's start + the limit (start-up included)"
 HUNG = -1  # the exit code recorded for a command still running a minute after its Ctrl-C
 
 
@@ -123,17 +134,39 @@ def interrupt(command: str) -> tuple[float, int]:
             _remove(team)
 
 
-def lead_timeout(limit: float) -> tuple[float, int]:
-    """`lead --timeout LIMIT` with a step that takes longer: seconds past the limit."""
+def lead_timeout(limit: float) -> dict[str, tuple[float, int]]:
+    """`lead --timeout LIMIT` with a step that takes longer: seconds of the command's exit past
+    the lead's deadline (the stop), and past the command's start plus the limit (the whole)."""
     with scratch() as root:
-        started = time.perf_counter()
+        started_ns = time.time_ns()
         done = _cli(
-            root, "lead", "t", "--prompt", f"Teammates: 1\n1. Wait: `{LONG}`", "--timeout", str(limit)
+            root,
+            "lead",
+            "t",
+            "--prompt",
+            f"Teammates: 1\n1. Wait: `{LONG}`",
+            "--timeout",
+            str(limit),
+            "--json",
         )
-        overshoot = time.perf_counter() - started - limit
-        team = Team("t", root)
-        _remove(team)
-        return overshoot, done.returncode
+        ended_ns = time.time_ns()
+        _remove(Team("t", root))
+    try:
+        clock = msgspec.json.decode(done.stdout, type=LeadResult).started_ns
+    except msgspec.DecodeError:
+        clock = 0
+    if not clock:
+        raise RuntimeError(
+            f"the lead reported no clock start (exit {done.returncode}): {done.stderr.strip()}"
+        )
+    limit_ns = int(limit * 1e9)
+    return {
+        WHOLE.format(limit=limit): ((ended_ns - started_ns - limit_ns) / 1e9, done.returncode),
+        f"lead --timeout {limit:g}: the stop, exit past the lead's deadline": (
+            (ended_ns - clock - limit_ns) / 1e9,
+            done.returncode,
+        ),
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -142,33 +175,41 @@ def run(quick: bool) -> dict[str, Any]:
         # Started in the background (`nohup`, `&`): SIGINT is ignored here, and so it would be
         # in every command started from here, which would then never see the Ctrl-C timed.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    cases: dict[str, Callable[[], tuple[float, int]]] = {
-        "down, 2 idle teammates": lambda: down(busy=False),
-        "down, a teammate running a command": lambda: down(busy=True),
-        "Ctrl-C of run, a teammate running a command": lambda: interrupt("run"),
-        "Ctrl-C of lead, a teammate running a command": lambda: interrupt("lead"),
-        "Ctrl-C of chat, a teammate running a command": lambda: interrupt("chat"),
-        "lead --timeout 2: seconds past the limit": lambda: lead_timeout(2.0),
-    }
+    load = os.getloadavg()  # how busy the machine was: other work inflates every figure here
+    measures: list[Callable[[], dict[str, tuple[float, int]]]] = [
+        lambda: {"down, 2 idle teammates": down(busy=False)},
+        lambda: {"down, a teammate running a command": down(busy=True)},
+        lambda: {"Ctrl-C of run, a teammate running a command": interrupt("run")},
+        lambda: {"Ctrl-C of lead, a teammate running a command": interrupt("lead")},
+        lambda: {"Ctrl-C of chat, a teammate running a command": interrupt("chat")},
+        lambda: lead_timeout(LIMIT),
+    ]
+    samples: dict[str, list[tuple[float, int]]] = {}
+    for measure in measures:
+        for _ in range(n):
+            for case, sample in measure().items():
+                samples.setdefault(case, []).append(sample)
     rows: list[dict[str, Any]] = []
-    for what, measure in cases.items():
-        samples = [measure() for _ in range(n)]
-        seconds = sorted(s for s, _ in samples)
+    for case, got in samples.items():
+        seconds = sorted(s for s, _ in got)
         rows.append(
             {
-                "case": what,
+                "case": case,
                 "n": n,
                 "median_s": round(seconds[len(seconds) // 2], 3),
                 "max_s": round(seconds[-1], 3),
-                "exit_codes": sorted({c for _, c in samples}),
+                "exit_codes": sorted({c for _, c in got}),
             }
         )
-    worst = max(float(r["max_s"]) for r in rows)
+    # The whole `lead --timeout` figure is start-up as much as stop: not a stop.
+    whole = WHOLE.format(limit=LIMIT)
+    worst = max(float(r["max_s"]) for r in rows if r["case"] != whole)
     targets = [
         {
-            "target": f"every stop above ≤ {STOP_TARGET_S:g} s (interpreter start included)",
+            "target": f"every stop above ≤ {STOP_TARGET_S:g} s (a `down`'s interpreter start included; "
+            "lead --timeout from its deadline)",
             "value": worst,
             "met": worst <= STOP_TARGET_S,
         }
     ]
-    return {"rows": rows, "targets": targets}
+    return {"rows": rows, "targets": targets, "load_average": {"before": load, "after": os.getloadavg()}}

@@ -125,7 +125,10 @@ class LeadResult(msgspec.Struct, kw_only=True):
     answer: str
     stopped_by: LeadStop
     turns: int
-    seconds: float
+    seconds: float  # of the lead's work, from ``started_ns`` (what ``--timeout`` counts too)
+    # When the lead's clock started, as wall-clock time.time_ns() (comparable across
+    # processes, unlike a monotonic clock): 0 if the lead never started its work.
+    started_ns: int = 0
     teammates: list[str] = []
     tasks: list[dict[str, Any]] = []  # id, subject, status ("failed" too), owner, error
     messages: int = 0

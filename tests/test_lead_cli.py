@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ipc.paths import TeamPaths
@@ -184,9 +185,17 @@ def test_a_goal_the_offline_lead_cannot_plan_is_answered_and_fails_and_leaves_no
 
 
 def test_a_lead_that_runs_out_of_time_says_so_and_stops_everything(root: Path) -> None:
-    out = agentteams(root, "lead", "t", "--prompt", "1. Wait: `sleep 30`", "--timeout", "2")
+    before = time.time_ns()
+    out = agentteams(root, "lead", "t", "--prompt", "1. Wait: `sleep 30`", "--timeout", "2", "--json")
+    after = time.time_ns()
     assert out.returncode == 4
     assert "the lead stopped (timeout): stopped after 2s with the team's work unfinished" in out.stderr
+    result = json.loads(out.stdout)
+    assert result["stopped_by"] == "timeout"
+    # The clock --timeout counts from is the lead's, started within the command, and the
+    # command ended after its limit: the stop can be told apart from the start-up.
+    assert before < result["started_ns"] < result["started_ns"] + 2_000_000_000 <= after
+    assert result["seconds"] >= 2
     nothing_left_under(root / "state")
 
 

@@ -89,7 +89,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--prompt", required=True, help="the goal ('-' reads it from stdin, '@FILE' from a file)"
     )
     lead.add_argument("--model", default="offline", help="offline, sonnet, opus, haiku or anthropic:MODEL")
-    lead.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    lead.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="stop after this many seconds of the lead's work, counted from the lead agent's start "
+        "(once the team is made and its supervisor is up); stopping the team comes after",
+    )
     lead.add_argument("--verbose", action="store_true", help="show what arrives and what the lead says")
     lead.add_argument(
         "--keep", action="store_true", help="keep the team even if the lead made it and all went well"

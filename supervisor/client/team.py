@@ -287,7 +287,7 @@ class Team(TeamHandle):
         agents: str | dict[str, Any] = "",
     ) -> LeadResult:
         """Hand the team a goal: a lead agent (its own process) runs until the team's work is
-        done, or ``timeout`` s. A supervisor this starts is brought down again at the end.
+        done, or ``timeout`` s of its work (from ``result.started_ns``). A supervisor this starts is brought down again at the end.
         The team stays; ``keep=False`` hands it to the lead, which may then delete it once
         every task completed (``result.kept`` says). ``permission_mode``: the lead's, which
         the teammates it spawns inherit. ``fork_subagents``: the fork gate (an Agent call
