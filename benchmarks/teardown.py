@@ -3,9 +3,11 @@ of a busy team, Ctrl-C of `run`, `lead` and `chat` while a teammate runs a long 
 how far `lead --timeout` overshoots its limit. Each figure is from the keystroke (the signal,
 or the start of a `down`, whose interpreter start is included) to the command's exit.
 
-`lead --timeout` has two rows. Its limit counts from the lead agent's start, which the lead
+`lead --timeout` has three rows. Its limit counts from the lead agent's start, which the lead
 reports (``started_ns``, wall-clock): the stop is the command's exit past that start plus the
-limit. Beside it, the exit past the command's own start plus the limit, which also holds the
+limit, and the part of it before the lead's loop ended is its ``seconds`` past the limit (the
+rest: the lead's process exiting, the team's supervisor brought down, the command's exit).
+Beside them, the exit past the command's own start plus the limit, which also holds the
 interpreter's start, making the team, starting its supervisor and the lead's process."""
 
 from __future__ import annotations
@@ -152,10 +154,11 @@ def lead_timeout(limit: float) -> dict[str, tuple[float, int]]:
         ended_ns = time.time_ns()
         _remove(Team("t", root))
     try:
-        clock = msgspec.json.decode(done.stdout, type=LeadResult).started_ns
+        result = msgspec.json.decode(done.stdout, type=LeadResult)
     except msgspec.DecodeError:
-        clock = 0
-    if not clock:
+        result = None
+    clock = result.started_ns if result is not None else 0
+    if result is None or not clock:
         raise RuntimeError(
             f"the lead reported no clock start (exit {done.returncode}): {done.stderr.strip()}"
         )
@@ -164,6 +167,11 @@ def lead_timeout(limit: float) -> dict[str, tuple[float, int]]:
         WHOLE.format(limit=limit): ((ended_ns - started_ns - limit_ns) / 1e9, done.returncode),
         f"lead --timeout {limit:g}: the stop, exit past the lead's deadline": (
             (ended_ns - clock - limit_ns) / 1e9,
+            done.returncode,
+        ),
+        # The part of that stop before the lead's loop ended: its timer's own lateness.
+        f"lead --timeout {limit:g}: of which the lead's loop ends past its deadline": (
+            result.seconds - limit,
             done.returncode,
         ),
     }
