@@ -10,9 +10,9 @@ A task that failed (``metadata.lastError``) is not claimed again automatically: 
 shown as failed, until someone sets it back to pending (which clears the error) or assigns
 it. Fields other writers keep in a task file survive every rewrite.
 
-Reading is in :mod:`ipc.task_reads`, the rules that need no files in :mod:`ipc.task_rules`,
-the dependency graph in :mod:`ipc.task_graph`, what hot paths look at in
-:mod:`ipc.task_window`.
+Reading is in :mod:`ipc.task_reads`, claims (and the locked write) in
+:mod:`ipc.task_claims`, the rules that need no files in :mod:`ipc.task_rules`, the dependency
+graph in :mod:`ipc.task_graph`, what hot paths look at in :mod:`ipc.task_window`.
 """
 
 from __future__ import annotations
@@ -105,8 +105,12 @@ class TaskList(TaskClaims):
         return self._messenger
 
     def _ready(self, ids: builtins.list[str], handed: str = "") -> None:
-        if ids and self.on_ready is not None:
-            self.on_ready(ids, handed) if handed else self.on_ready(ids)
+        if not ids or self.on_ready is None:
+            return
+        if handed:
+            self.on_ready(ids, handed)
+        else:
+            self.on_ready(ids)  # a hook that takes the ids alone does too
 
     # ------------------------------------------------------------ writing
 
