@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from ipc import link
-from ipc.wake import ON_CALL
+from ipc.wake import ON_CALL, on_call
 from supervisor.client.team import Team
 from tests.router_helpers import frames_to, routing
+from tests.runtime_helpers import running_team, wait_for
 
 
 @pytest.fixture
@@ -104,3 +105,24 @@ def test_the_supervisor_leaves_a_handed_task_to_a_busy_teammate_and_gives_it_bac
         assert given_back == [("9", "ann")]
         assert woken == ["cat"]
         assert frames_to(agents["cat"]) == [link.Wake(task="9")]
+
+
+def test_the_on_call_teammate_does_the_task_it_was_handed_and_a_burst_is_shared(tmp_path: Path) -> None:
+    """Real processes: the on-call teammate, rung with a task already its own, runs it; a
+    burst from one creator is not queued behind that one teammate."""
+    with running_team(tmp_path) as team:
+        for name in ("w1", "w2", "w3"):
+            team.spawn(name, prompt="")
+        runtime = team.paths.runtime_dir()
+        named = wait_for(lambda: on_call(runtime), timeout=30)  # named once a teammate is idle
+        first = team.tasks.create("handed", metadata={"command": "true"})
+        assert (first.owner_name, first.status) == (named, "in_progress")  # the supervisor has not moved on
+        burst = [team.tasks.create(f"burst {i}", metadata={"command": "sleep 0.2"}) for i in range(4)]
+        assert sum(t.owner_name == named for t in burst) <= 1  # one per spell on call
+
+        def done() -> bool:
+            return all(t.status == "completed" for t in team.tasks.list())
+
+        team.wait_until(lambda t: done(), timeout=60)
+        assert team.tasks.get(first.id).owner_name == named
+        assert len({team.tasks.get(t.id).owner_name for t in burst}) > 1  # shared out
