@@ -49,9 +49,10 @@ def cli(
 
 
 def team_pids(team: Team) -> list[int]:
-    """Every pid of the team's tree right now: supervisor, fork server, teammates, their tools."""
+    """Every pid of the team's tree right now: supervisor, fork server, resident door, lead,
+    teammates, their tools."""
     tree = team.ps()
-    pids = [p.pid for p in (tree.supervisor, tree.forkserver, tree.lead) if p is not None]
+    pids = [p.pid for p in (tree.supervisor, tree.forkserver, tree.door, tree.lead) if p is not None]
     for mate in tree.teammates:
         if mate.pid:
             pids.append(mate.pid)
