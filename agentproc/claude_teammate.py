@@ -38,9 +38,9 @@ from typing import Any
 
 import psutil
 
+from agentproc import pane
 from agentproc.channel import Channel
 from agentproc.claude_courier import ClaudeSocket, Courier
-from agentproc.pane import Relay
 from ipc import cc_registry, claude_code, locks
 from ipc.config import TeamConfigStore
 from ipc.errors import AgentTeamsError, StorageError
@@ -114,7 +114,7 @@ class ClaudeTeammate:
         self.channel = channel
         self.in_pane = in_pane
         self.config = TeamConfigStore.at(spec.team_paths())  # claude rewrites it in place: see repair_torn
-        self.relay: Relay | None = None  # in a pane: the pane's terminal, lent to claude
+        self.relay: pane.Relay | None = None  # in a pane: the pane's terminal, lent to claude
         self.screen = Screen(sys.stderr.buffer if in_pane else sys.stdout.buffer)
         self.pid = 0
         self.master = -1
@@ -157,7 +157,7 @@ class ClaudeTeammate:
         self.socket_since = time.monotonic()
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         if self.in_pane:
-            self.relay = Relay(master)  # the pane's size, its keys, Claude Code's screen in it
+            self.relay = pane.Relay(master)  # the pane's size, its keys, Claude Code's screen in it
 
     def _open_courier(self) -> None:
         """Once claude listens and has published its token, hand messages to it."""
@@ -199,7 +199,8 @@ class ClaudeTeammate:
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         """Stopped (by the supervisor, or its death): claude first, gently, then everything
         it started; then the team's config, which claude rewrites in place, is repaired if it
-        was killed in the middle of that (from a copy read just before)."""
+        was killed in the middle of that (from a copy read just before); then, if the
+        supervisor is gone, the pane id cleared (not before: claude's writes would undo it)."""
         store = self.config
         with contextlib.suppress(AgentTeamsError):
             store.read()
@@ -216,6 +217,7 @@ class ClaudeTeammate:
                 proc.kill()
         with contextlib.suppress(AgentTeamsError):
             store.repair_torn()
+        pane.leave_if_orphaned(store)  # now that claude cannot write over it
         if self.courier is not None:
             self.courier.withdraw()
         if self.relay is not None:

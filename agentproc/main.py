@@ -41,6 +41,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
                 pass
     if _peer is not None:
         _peer.withdraw()  # its record and key: Claude Code would list a dead session until it sweeps
+    pane.leave_if_orphaned()  # a claude teammate stopped before it ran claude
     os._exit(128 + signum)
 
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the lead's terminal is the lead's
     set_parent_death_signal(signal.SIGTERM)  # in a pane: the tmux server's death
     if pane.in_pane(spec):
-        if spec.supervisor_pid and not pane.watch_supervisor(spec):
+        if spec.supervisor_pid and not pane.watch_supervisor(spec, leave_first=not spec.runs_claude):
             pane.leave(spec)
             return 1
     elif spec.supervisor_pid and os.getppid() != spec.supervisor_pid:

@@ -48,27 +48,48 @@ def show(text: str, mark: str = " ") -> None:
     sys.stdout.flush()
 
 
-def watch_supervisor(spec: LaunchSpec) -> bool:
-    """Leave when the supervisor goes; False if it is gone already."""
+# Set when the supervisor has gone. A ``claude`` teammate leaves (clears its pane id) only
+# once claude has exited: claude rewrites the config unlocked, from a copy it read earlier,
+# so a write of ours made while it runs can be undone by its next one.
+supervisor_gone = threading.Event()
+_watched: list[LaunchSpec] = []  # the teammate whose supervisor is watched
+_left = threading.Event()
+
+
+def watch_supervisor(spec: LaunchSpec, *, leave_first: bool = True) -> bool:
+    """Stop when the supervisor goes, having left first (``leave_first``), or leaving in
+    the SIGTERM handler (:func:`leave_if_orphaned`); False if it is gone already."""
     fd = pidfd_open(spec.supervisor_pid)
     if fd is None:
         return False
+    _watched.append(spec)
 
     def wait() -> None:
         select.select([fd], [], [])
-        leave(spec)
+        supervisor_gone.set()
+        if leave_first:
+            leave(spec)
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=wait, name="supervisor-watch", daemon=True).start()
     return True
 
 
-def leave(spec: LaunchSpec) -> None:
-    """No stale pane id in the config, and no dead pane left on the screen."""
+def leave_if_orphaned(store: TeamConfigStore | None = None) -> None:
+    """On the way out: leave if the supervisor is gone (and this has not left yet)."""
+    if supervisor_gone.is_set() and _watched:
+        leave(_watched[0], store)
+
+
+def leave(spec: LaunchSpec, store: TeamConfigStore | None = None) -> None:
+    """No stale pane id in the config, and no dead pane left on the screen. ``store``: one
+    that has read the config before (a torn file is rebuilt from its copy)."""
+    if _left.is_set():
+        return
+    _left.set()
+    store = store or TeamConfigStore(spec.root, spec.team_name)
     try:
-        TeamConfigStore(spec.root, spec.team_name).update_member(
-            spec.agent_name, tmux_pane_id="", is_active=False
-        )
+        store.update_member(spec.agent_name, tmux_pane_id="", is_active=False)
     except AgentTeamsError:
         pass  # the member or the team is gone already
     pane = os.environ.get("TMUX_PANE", "")

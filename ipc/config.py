@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from ipc.boundary import decode_errors, os_errors
 from ipc.clock import now_ms
 from ipc.errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ipc.locks import is_claude_root, locked
-from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name, resolve_root
+from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name
 from ipc.preserve import Merges, merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
 from ipc.storage import (
@@ -33,6 +34,7 @@ from ipc.storage import (
     read_settled,
     read_settled_bytes,
 )
+from ipc.team_list import list_teams, scan_teams
 
 _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
@@ -41,6 +43,7 @@ T = TypeVar("T")
 _UPDATABLE = {"agent_type", "model", "prompt", "color", "plan_mode_required", "permission_mode"}
 _UPDATABLE |= {"tmux_pane_id", "cwd", "subscriptions", "backend_type", "is_active", "host"}
 log = logging.getLogger("agentteams.config")
+TORN_WAIT = 1.0  # s a reader with no copy waits for a torn config to be whole
 
 
 def _decode(path: Path, data: bytes) -> TeamConfig:
@@ -78,13 +81,34 @@ class TeamConfigStore:
         # The last config this process read or wrote whole: what a mutation rebuilds from
         # when another writer left the file torn (Claude Code 2.1.38 can, as it exits).
         self._last_good: TeamConfig | None = None
+        self._torn: FileKey | None = None  # the torn file read as that copy
         self._merges = Merges()
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def read(self) -> TeamConfig:
-        """The config as on disk now (decoded again only if the file changed)."""
+        """The config as on disk now (decoded again only if the file changed). One left torn
+        by a writer that rewrites it in place (Claude Code, stalled or killed mid-write) reads
+        as the copy this store read last, until a whole one replaces it; with no copy, it is
+        waited for up to TORN_WAIT, then CorruptFile."""
+        if self._torn is not None and self._last_good is not None and file_key(self.path) == self._torn:
+            return self._last_good
+        deadline = time.monotonic() + TORN_WAIT
+        while True:
+            try:
+                return self._read()
+            except CorruptFile as exc:
+                if self._last_good is not None:
+                    if self._torn != file_key(self.path):
+                        self._torn = file_key(self.path)  # waited on once, not at every read
+                        log.warning("%s; read as the copy read before, until it is rewritten", exc.message)
+                    return self._last_good
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
+
+    def _read(self) -> TeamConfig:
         key = file_key(self.path)
         if key is None:
             raise NotFound(
@@ -139,7 +163,7 @@ class TeamConfigStore:
     def repair_torn(self) -> None:
         """A config torn by a killed in-place writer (Claude Code) rebuilt from the copy read last."""
         try:
-            self.read()
+            self._read()
         except CorruptFile:
             self._mutate(lambda config: None)  # the torn one is kept beside it
 
@@ -411,30 +435,6 @@ def join_index(config: TeamConfig, counted: int) -> int:
     mates = config.teammates()
     taken = [COLORS.index(m.color_name) for m in mates if m.color_name in COLORS]
     return max(counted, len(mates), max(taken, default=-1) + 1)
-
-
-def list_teams(root: str | os.PathLike[str] | None) -> list[TeamConfig]:
-    """Every team under ``root`` whose config parses, by name (see :func:`scan_teams`)."""
-    return scan_teams(root)[0]
-
-
-def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], list[str]]:
-    """Every team under ``root`` whose config parses, by name; and a one-line problem for
-    each team directory whose config does not (never silently omitted)."""
-    teams_dir = resolve_root(root) / "teams"
-    found: list[TeamConfig] = []
-    problems: list[str] = []
-    if not teams_dir.is_dir():
-        return found, problems
-    for entry in sorted(teams_dir.iterdir()):
-        data = read_bytes(entry / "config.json") if entry.is_dir() else None
-        if data is None:
-            continue
-        try:
-            found.append(_decode(entry / "config.json", data))
-        except CorruptFile as exc:
-            problems.append(exc.message)
-    return found, problems
 
 
 def _make_lead_key(paths: TeamPaths) -> None:

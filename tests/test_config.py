@@ -7,7 +7,7 @@ import pytest
 
 from ipc import Conflict, NotFound, TeamConfigStore
 from ipc.config import list_teams
-from ipc.errors import InvalidInput
+from ipc.errors import CorruptFile, InvalidInput
 
 
 def test_create_writes_the_lead(root: Path) -> None:
@@ -128,3 +128,24 @@ def test_a_config_torn_by_a_killed_in_place_writer_is_repaired_from_the_copy_rea
     assert [p.read_bytes() for p in store.path.parent.glob("config.json.corrupt-*")] == [
         whole[: len(whole) // 2]
     ]
+
+
+def test_a_config_left_torn_reads_as_the_copy_read_before_until_a_whole_one_replaces_it(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code rewrites config.json in place, and can stall (or die) between truncating
+    and writing: a reader that has read it before goes on with that copy (a sender it knows
+    is still a member), one that has not waits, then says it is corrupt; a whole file is read
+    again at once."""
+    store = TeamConfigStore(root, team)
+    names = [m.name for m in store.read().members]
+    whole = store.path.read_bytes()
+    store.path.write_bytes(b"")  # truncated, not yet written
+    assert [m.name for m in store.read().members] == names
+    assert store.config_member("alice") is not None
+    monkeypatch.setattr("ipc.config.TORN_WAIT", 0.1)
+    with pytest.raises(CorruptFile, match="config.json"):
+        TeamConfigStore(root, team).read()
+    store.path.write_bytes(whole.replace(b"alice", b"carol"))
+    assert [m.name for m in store.read().members] == ["team-lead", "carol", "bob"]
+    assert not list(store.path.parent.glob("config.json.corrupt-*"))  # a reader repairs nothing
