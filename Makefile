@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-browser test-tmux test-tmux-claude test-heavy interop demo bench bench-quick lint soak soak-hosts clean
+.PHONY: install test test-browser test-tmux test-heavy interop demo bench bench-quick lint soak soak-hosts clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,6 @@ test-browser: $(STAMP)
 
 test-tmux: $(STAMP)
 	$(BIN)/python -m pytest -q -m tmux
-
-# A real claude in a tmux pane: flaky on this machine (README, "Limitations"), so not in CI.
-test-tmux-claude: $(STAMP)
-	$(BIN)/python -m pytest -q -m tmux_claude
 
 # Every benchmark suite in its quick mode (so the benchmark code cannot rot) and the
 # 30-second soak: kept out of `make test` for its time budget; CI runs both.

@@ -11,6 +11,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,7 @@ from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 from tests.runtime_helpers import alive, nothing_left_under, processes_under, wait_for
 
 pytestmark = [
-    # `make test-tmux-claude`, not in CI: flaky here (README, "Limitations")
-    pytest.mark.tmux_claude,
+    pytest.mark.tmux,  # make test-tmux, which CI runs
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
@@ -200,4 +200,54 @@ def test_kill_9_of_the_tmux_server_takes_claude_with_it_and_brings_it_back(
     finally:
         team.down()
     wait_for(lambda: not panes(server), timeout=30)
+    nothing_left_under(root)
+
+
+# Claude Code's way with the team config, alone: it reads it (with the pane id in it), and
+# writes that copy back in place as it stops, as its turn-end write does when a stop lands.
+FAKE_CLAUDE = """#!{python}
+import os, signal, sys, time
+if "--version" in sys.argv:
+    print("2.1.38 (Claude Code)")
+    sys.exit(0)
+team = sys.argv[sys.argv.index("--team-name") + 1]
+path = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "teams", team, "config.json")
+while b'"%' not in open(path, "rb").read():
+    time.sleep(0.05)
+copy = open(path, "rb").read()
+open("copied", "w").close()
+
+def stop(signum, frame):
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(copy)
+    open("written back", "w").close()
+    sys.exit(0)
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGHUP, stop)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_claude_teammate_whose_supervisor_died_clears_its_pane_id_once_claude_cannot_write_it_back(
+    tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "claude"
+    fake.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    fake.chmod(0o755)
+    monkeypatch.setenv("AGENTTEAMS_CLAUDE_BIN", str(fake))
+    root, work = tmp_path / "root", tmp_path / "work"
+    work.mkdir()
+    team = Team.create("cc-team", root=root, cwd=str(work))
+    supervisor = team.up(tmux_server=server)
+    pane, _ = start(team)
+    wait_for(lambda: (work / "copied").exists(), timeout=30)
+    os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: not processes_under(root), timeout=30)
+    wait_for(lambda: pane not in panes(server), timeout=20)
+    assert (work / "written back").exists()
+    member = team.config().member("cc")
+    assert member is not None and member.tmux_pane_id == "" and member.is_active is False
     nothing_left_under(root)
