@@ -78,8 +78,8 @@ class TeamConfigStore:
         self.path = self.paths.config
         self._join_counter = self.paths.team_dir / ".joined"
         self._cached: tuple[FileKey, TeamConfig] | None = None
-        # The last config this process read or wrote whole: what a mutation rebuilds from
-        # when another writer left the file torn (Claude Code 2.1.38 can, as it exits).
+        # The last config this process read or wrote whole: what a read returns and a
+        # mutation rebuilds from when an in-place writer (Claude Code) left the file torn.
         self._last_good: TeamConfig | None = None
         self._torn: FileKey | None = None  # the torn file read as that copy
         self._merges = Merges()
