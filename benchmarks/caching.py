@@ -7,15 +7,21 @@ Then forks: the first requests of N fork workers of one parent after a 10-turn
 conversation, built as agentproc.fork builds them (the parent's prefix, its call, the
 placeholder answers and each fork's directive), sharing the parent's cached prefix; against
 the same requests whose prefix is not the parent's (another system prompt, as a subagent's
-is): the first of those writes the conversation again, the others read what it wrote."""
+is): the first of those writes the conversation again, the others read what it wrote.
+
+Then check-ins: the side requests a parent 10 turns in makes while its synchronous subagent
+runs, built as agentproc.checkins builds them (the conversation through the Agent call,
+placeholder results and the offer; TaskBackground among the tools throughout), against the
+same requests without caching."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentproc import fork
+from agentproc import checkins, fork
 from agentproc.models import caching
 from agentproc.models.api_calls import ApiCaller
+from agentproc.tools.agent import TASK_BACKGROUND
 from benchmarks.common import env, scratch
 from ipc.paths import TeamPaths
 from ipc.usage import DEFAULT_PRICES, Tokens
@@ -88,6 +94,32 @@ def forks(n: int, shared: bool, turns: int = 10) -> list[Tokens]:
         return billed
 
 
+def check_ins(n: int, cache: bool, turns: int = 10) -> list[Tokens]:
+    """``n`` check-ins of a parent ``turns`` turns in, waiting on its synchronous subagent."""
+    server = PromptCache(output_tokens=60)
+    api = FakeAnthropic(lambda request, k: text("Noted; " + "what I did. " * 6), usage=server)
+    tools = [*TOOLS, TASK_BACKGROUND.schema()]  # offered in every request while check-ins are on
+    with scratch() as root, api, env(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench"):
+        caller = ApiCaller(TeamPaths(root, "bench"), "bench", "claude-sonnet-4-5")
+        messages: list[dict[str, Any]] = []
+        for k in range(turns):
+            messages.append({"role": "user", "content": f"Turn {k}: " + "new information to act on. " * 14})
+            response = caller.create(max_tokens=256, **caching.request(SYSTEM, tools, messages, cache=cache))
+            content = [b.model_dump() for b in response.content]
+            messages.append({"role": "assistant", "content": content})
+        call = {"type": "tool_use", "id": "a1", "name": "Agent", "input": {"prompt": "Look into it."}}
+        messages[-1] = {"role": "assistant", "content": [*messages[-1]["content"], call]}
+        billed = []
+        for number in range(1, n + 1):
+            check = checkins.CheckIn(
+                "sub-1", "look into it", "Look into it.", 30 * number, "Read 3 files.", number
+            )
+            side = checkins.side_messages(messages, [], check)
+            caller.create(max_tokens=256, **caching.request(SYSTEM, tools, side, cache=cache))
+            billed.append(caller.last)
+        return billed
+
+
 def run(quick: bool) -> dict[str, Any]:
     turns = 50
     runs = {"cached": conversation(turns, True), "uncached": conversation(turns, False)}
@@ -114,8 +146,15 @@ def run(quick: bool) -> dict[str, Any]:
             {"forks": n, "shared_billed": round(sum(with_prefix)), "unshared_billed": round(sum(without))}
         )
     one = fork_rows[0]
+    cached_checks = [billed_input(t) for t in check_ins(3, True)]
+    uncached_checks = [billed_input(t) for t in check_ins(3, False)]
+    check_rows = [
+        {"check_in": k + 1, "cached_billed": round(c), "uncached_billed": round(u)}
+        for k, (c, u) in enumerate(zip(cached_checks, uncached_checks, strict=True))
+    ]
     return {
         "fork_rows": fork_rows,
+        "check_in_rows": check_rows,
         "turns": turns,
         "rows": rows,
         "billed_input_cached": cached,
@@ -130,6 +169,11 @@ def run(quick: bool) -> dict[str, Any]:
                 "target": "a fork sharing its parent's prefix bills ≤ 25% of the input of one that does not",
                 "value": one["shared_billed"] / one["unshared_billed"],
                 "met": one["shared_billed"] <= 0.25 * one["unshared_billed"],
+            },
+            {
+                "target": "a check-in bills ≤ 25% of the same side request uncached",
+                "value": check_rows[0]["cached_billed"] / check_rows[0]["uncached_billed"],
+                "met": check_rows[0]["cached_billed"] <= 0.25 * check_rows[0]["uncached_billed"],
             },
         ],
     }

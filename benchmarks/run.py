@@ -291,6 +291,14 @@ def tables(results: dict[str, Any]) -> list[Table]:
         for r in c.get("fork_rows", []):
             t.add_row(str(r["forks"]), f"{r['shared_billed']:,}", f"{r['unshared_billed']:,}")
         out.append(t)
+        t = Table(
+            title="check-ins of a parent waiting on its subagent (10 turns in): input billed, same units"
+        )
+        for col in ("check-in", "cached", "uncached"):
+            t.add_column(col, justify="right")
+        for r in c.get("check_in_rows", []):
+            t.add_row(str(r["check_in"]), f"{r['cached_billed']:,}", f"{r['uncached_billed']:,}")
+        out.append(t)
     if "mcp" in results:
         t = Table(
             title="a teammate's send → wait_for_messages returns to an MCP client (ms, one way, spaced)"
