@@ -31,21 +31,23 @@ TEAM = "demo"
 ROWS = 200_000
 
 
-def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
+def pipeline(teammates: int, tasks: int) -> sc.Scenario:
+    """Commands with paths relative to the team's working directory: one that named it would
+    name ``.agentteams`` under the default root, which the teammates' guard on the team's
+    state refuses in a Bash command."""
     parts = max(1, (tasks - 4) // 2)
-    w = str(workdir)
     specs = [
         sc.TaskSpec(
             key="generate",
             subject="Generate the data set",
             description=f"{ROWS} rows of id,code,value",
-            command=f"awk 'BEGIN{{srand(7); for(i=1;i<={ROWS};i++) printf \"%d,%06d,%d\\n\", i, int(rand()*999999), int(rand()*1000)}}' > {w}/data.csv && wc -l < {w}/data.csv",
+            command=f"awk 'BEGIN{{srand(7); for(i=1;i<={ROWS};i++) printf \"%d,%06d,%d\\n\", i, int(rand()*999999), int(rand()*1000)}}' > data.csv && wc -l < data.csv",
         ),
         sc.TaskSpec(
             key="split",
             subject=f"Split it into {parts} parts",
             blocked_by=["generate"],
-            command=f"cd {w} && split -n l/{parts} -d -a 2 data.csv part- && ls part-* | wc -l",
+            command=f"split -n l/{parts} -d -a 2 data.csv part- && ls part-* | wc -l",
         ),
     ]
     for i in range(parts):
@@ -54,7 +56,7 @@ def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
                 key=f"count-{i}",
                 subject=f"Count rows and sum values of part {i:02d}",
                 blocked_by=["split"],
-                command=f"cd {w} && awk -F, '{{n++; s+=$3}} END {{printf \"%s %d %d\\n\", FILENAME, n, s}}' part-{i:02d} > count-{i:02d}.txt && cat count-{i:02d}.txt",
+                command=f"awk -F, '{{n++; s+=$3}} END {{printf \"%s %d %d\\n\", FILENAME, n, s}}' part-{i:02d} > count-{i:02d}.txt && cat count-{i:02d}.txt",
             )
         )
         specs.append(
@@ -62,7 +64,7 @@ def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
                 key=f"checksum-{i}",
                 subject=f"Checksum part {i:02d}",
                 blocked_by=["split"],
-                command=f"cd {w} && sha256sum part-{i:02d} > part-{i:02d}.sha256 && cut -c1-16 part-{i:02d}.sha256",
+                command=f"sha256sum part-{i:02d} > part-{i:02d}.sha256 && cut -c1-16 part-{i:02d}.sha256",
             )
         )
     merged_from = [f"count-{i}" for i in range(parts)] + [f"checksum-{i}" for i in range(parts)]
@@ -72,7 +74,7 @@ def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
             subject="Merge the parts into report.md",
             blocked_by=merged_from,
             command=(
-                f"cd {w} && {{ echo '# agentteams demo report'; echo; echo '| part | rows | sum of values |'; echo '|---|---|---|'; "
+                "{ echo '# agentteams demo report'; echo; echo '| part | rows | sum of values |'; echo '|---|---|---|'; "
                 'cat count-*.txt | awk \'{printf "| %s | %d | %d |\\n", $1, $2, $3; r+=$2; s+=$3} END {printf "| total | %d | %d |\\n", r, s}\'; '
                 "echo; echo '## sha256'; echo; cat part-*.sha256 | sed 's/^/    /'; } > report.md && grep total report.md"
             ),
@@ -84,7 +86,7 @@ def pipeline(workdir: Path, teammates: int, tasks: int) -> sc.Scenario:
             subject="Verify checksums and totals",
             blocked_by=["merge"],
             command=(
-                f"cd {w} && sha256sum -c --quiet part-*.sha256 && wc -l < data.csv > rows.txt && "
+                "sha256sum -c --quiet part-*.sha256 && wc -l < data.csv > rows.txt && "
                 "awk -F'|' 'NR==FNR {rows=$1; next} / total / {gsub(/ /, \"\", $3); total=$3} "
                 'END {if (total != rows) exit 1; print "verified: " rows " rows, every checksum OK"}\' rows.txt report.md'
             ),
@@ -134,7 +136,7 @@ def run_demo(
     workdir = root / "demo-output"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    scenario = pipeline(workdir, teammates, tasks)
+    scenario = pipeline(teammates, tasks)
     (workdir / "plan.md").write_text(plan_text(scenario))
     # Traces outlive the team (the lead deletes it): every message of the run, timed live.
     traces = root / "demo-trace.jsonl"
