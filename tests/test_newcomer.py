@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agentproc.permissions import _STATE_WORDS
 from supervisor.cli.demo import pipeline, plan_text
@@ -16,3 +20,29 @@ def test_demo_plan_passes_the_teammates_guard_under_the_default_root() -> None:
     commands = [line.split(": `", 1)[1] for line in plan.splitlines()[1:]]
     assert len(commands) == 20
     assert not [c for c in commands if re.search(r"(^|\s)/\w", c)]  # relative to the team's cwd
+
+
+def quickstart_python() -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    quickstart = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
+    return quickstart.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.heavy
+def test_quickstart_python_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The README's snippet, its root moved under tmp_path: it must sum the data #1 wrote
+    # (its teammate works in the current directory, as a person's would).
+    monkeypatch.chdir(tmp_path)
+    code = quickstart_python()
+    assert 'root="/tmp/at"' in code
+    code = code.replace('root="/tmp/at"', f"root={str(tmp_path)!r}")
+    scope: dict[str, Any] = {}
+    try:
+        exec(compile(code, "README.md (Quickstart)", "exec"), scope)
+    finally:
+        if "team" in scope:
+            scope["team"].down()
+    team = scope["team"]
+    assert [t.status for t in team.tasks.list()] == ["completed", "completed"]
+    assert "Completed task #2: Sum it\n5050" in [m.text for m in team.inbox("team-lead").read()]
+    assert not team.is_up()
