@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 import pytest
 
 from agentproc.permissions import _STATE_WORDS
+from ipc import TeamConfigStore
 from supervisor.cli.demo import pipeline, plan_text
+from tests.runtime_helpers import cli
 
 
 def test_demo_plan_passes_the_teammates_guard_under_the_default_root() -> None:
@@ -46,3 +49,15 @@ def test_quickstart_python_runs_as_written(tmp_path: Path, monkeypatch: pytest.M
     assert [t.status for t in team.tasks.list()] == ["completed", "completed"]
     assert "Completed task #2: Sum it\n5050" in [m.text for m in team.inbox("team-lead").read()]
     assert not team.is_up()
+
+
+def test_up_does_not_claim_to_resume_an_mcp_member(root: Path) -> None:
+    # An MCP session (`mcp --as bob`) left the team's config with bob in it, inactive:
+    # `up` cannot start its client, so it must not say it resumed bob.
+    cli(root, "team", "create", "t")
+    TeamConfigStore(root, "t").add_member("bob", backend_type="mcp")
+    try:
+        up = json.loads(cli(root, "up", "t", "--json").stdout)
+        assert up["resumed"] == []
+    finally:
+        cli(root, "down", "t", ok=None)

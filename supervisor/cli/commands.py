@@ -23,7 +23,7 @@ from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
-from supervisor.client import busy
+from supervisor.client import busy, outsiders
 from supervisor.client import operations as ops
 from supervisor.client.ps_claude import lead_verify_keys
 from supervisor.client.team import Team
@@ -80,7 +80,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     set_budget_from(args, team)
     wake = fields.pop("wake")
     pid = team.up(wake=wake, host_name=args.host_name, **fields)
-    members = [m.name for m in team.config().teammates()]
+    # An MCP member is its client's process, not the supervisor's to start: not resumed.
+    members = [m.name for m in team.config().teammates() if m.backend_type != outsiders.BACKEND]
     emit(
         args,
         {"team": team.name, "supervisor": pid, "resumed": members},
