@@ -111,9 +111,7 @@ class TeamConfigStore:
     def _read(self) -> TeamConfig:
         key = file_key(self.path)
         if key is None:
-            raise NotFound(
-                f"team {self.team!r} does not exist under {self.paths.root}; create it with 'agentteams team create {self.team}'"
-            )
+            raise NotFound(self.paths.missing())
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
         config = read_settled(self.path, _decoder.decode, "team config")

@@ -107,6 +107,19 @@ class TeamPaths:
     def config(self) -> Path:
         return self.team_dir / "config.json"
 
+    def missing(self) -> str:
+        """The one line for a team that does not exist, naming the root's teams: a
+        mistyped name is seen at once, not taken for a team still to be made."""
+        try:
+            teams = sorted(d.name for d in (self.root / "teams").iterdir() if (d / "config.json").is_file())
+        except OSError:
+            teams = []
+        there = f" (its teams: {', '.join(teams[:10])}{', …' if len(teams) > 10 else ''})" if teams else ""
+        return (
+            f"team {self.team!r} does not exist under {self.root}{there}; "
+            f"create it with 'agentteams team create {self.team}'"
+        )
+
     @property
     def inboxes(self) -> Path:
         return self.team_dir / "inboxes"

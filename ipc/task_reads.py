@@ -74,10 +74,7 @@ class TaskReads:
         """NotFound for a team that does not exist: neither its config nor its task list
         (Claude Code keeps a session's own task list with no team config beside it)."""
         if not self.dir.is_dir() and not self.paths.config.exists():
-            raise NotFound(
-                f"team {self.team!r} does not exist under {self.paths.root}; "
-                f"create it with 'agentteams team create {self.team}'"
-            )
+            raise NotFound(self.paths.missing())
 
     def list(self, *, include_internal: bool = True) -> builtins.list[Task]:
         """Every valid task by numeric id; invalid files are reported in ``problems`` (for the
