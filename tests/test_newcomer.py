@@ -7,11 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp_types import TextContent
 
 from agentproc.permissions import _STATE_WORDS
 from ipc import TeamConfigStore
 from supervisor.cli.demo import pipeline, plan_text
+from supervisor.client.team import Team
+from supervisor.mcp.tools import Door
 from tests.runtime_helpers import cli
 
 
@@ -71,3 +75,24 @@ def test_a_mistyped_team_names_the_teams_there_and_changes_nothing(root: Path) -
         assert "team 'mytaem' does not exist" in err and "(its teams: myteam)" in err
         assert "create it with 'agentteams team create mytaem'" in err
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # no phantom team or inbox
+
+
+def test_a_member_asking_for_a_lead_side_tool_is_told_where_it_is(root: Path) -> None:
+    team = Team.create("t", root=root)
+    TeamConfigStore(root, "t").add_member("bob", backend_type="mcp")
+    texts = {}
+    for door, tool in (
+        (Door(team, "bob"), "spawn_teammate"),
+        (Door(team, "bob"), "fly"),
+        (Door(team), "fly"),
+    ):
+        result = anyio.run(door.call, tool, {"name": "zed"})
+        block = result.content[0]
+        assert result.is_error and isinstance(block, TextContent)
+        texts[(door.actor, tool)] = block.text
+    assert texts[("bob", "spawn_teammate")].startswith(
+        "no tool 'spawn_teammate' for a member (the lead side has it: 'agentteams mcp TEAM' without --as); tools: "
+    )
+    assert texts[("bob", "fly")].startswith("no tool 'fly'; tools: team_status")  # no such tool anywhere
+    assert texts[("team-lead", "fly")].startswith("no tool 'fly'; tools: ")
+    assert [m.name for m in team.config().teammates()] == ["bob"]  # nothing spawned

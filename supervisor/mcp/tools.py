@@ -180,7 +180,13 @@ class Door:
     async def call(self, name: str, arguments: dict[str, Any], progress: Any = None) -> types.CallToolResult:
         op = self.ops.get(name)
         if op is None:
-            return error(f"no tool {name!r}; tools: {', '.join(self.ops)}")
+            lead_side = name in TABLE and self.actor != LEAD_NAME
+            why = (
+                " for a member (the lead side has it: 'agentteams mcp TEAM' without --as)"
+                if lead_side
+                else ""
+            )
+            return error(f"no tool {name!r}{why}; tools: {', '.join(self.ops)}")
         try:
             try:
                 args = msgspec.convert(arguments, op.input)
