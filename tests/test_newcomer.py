@@ -96,3 +96,11 @@ def test_a_member_asking_for_a_lead_side_tool_is_told_where_it_is(root: Path) ->
     assert texts[("bob", "fly")].startswith("no tool 'fly'; tools: team_status")  # no such tool anywhere
     assert texts[("team-lead", "fly")].startswith("no tool 'fly'; tools: ")
     assert [m.name for m in team.config().teammates()] == ["bob"]  # nothing spawned
+
+
+def test_chat_from_a_pipe_names_the_option_that_allows_it(root: Path) -> None:
+    cli(root, "team", "create", "t")
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    err = cli(root, "chat", "t", stdin="hello\n", ok=False).stderr
+    assert "to read a pipe add --allow-pipe" in err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before

@@ -218,7 +218,8 @@ def cmd_lead(args: argparse.Namespace) -> int:
 def cmd_chat(args: argparse.Namespace) -> int:
     if not sys.stdin.isatty() and not args.allow_pipe:
         raise InvalidInput(
-            "chat reads what you type from a terminal; for a goal in a script use 'agentteams lead'"
+            "chat reads what you type from a terminal; to read a pipe add --allow-pipe, "
+            "or hand a script's goal to 'agentteams lead'"
         )
     check_lead("", args.model, None, interactive=True, agents=args.agents)
     team, owns = _lead_team(args)
