@@ -53,6 +53,11 @@ def test_quickstart_python_runs_as_written(tmp_path: Path, monkeypatch: pytest.M
     assert [t.status for t in team.tasks.list()] == ["completed", "completed"]
     assert "Completed task #2: Sum it\n5050" in [m.text for m in team.inbox("team-lead").read()]
     assert not team.is_up()
+    # Its offline teammate printed nothing: the empty log says so rather than a blank screen.
+    logs = cli(tmp_path, "logs", "myteam", "worker-1")
+    assert logs.stdout == "" and "worker-1's log is empty" in logs.stderr
+    assert "'agentteams transcript myteam worker-1'" in logs.stderr
+    assert json.loads(cli(tmp_path, "logs", "myteam", "worker-1", "--json").stdout)["text"] == ""
 
 
 def test_up_does_not_claim_to_resume_an_mcp_member(root: Path) -> None:

@@ -39,6 +39,12 @@ def cmd_logs(args: argparse.Namespace) -> int:
         raise InvalidInput(f"--lines {args.lines}: give 0 (all) or more")
     log = ops.read_log(open_team(args), io.ReadLog(name=args.name, lines=args.lines))
     emit(args, log, lambda: print(log.text, end=""))
+    if args.name and not log.size and not args.json:  # a blank screen is no answer
+        print(
+            f"({args.name}'s log is empty: its process has printed nothing; "
+            f"'agentteams transcript {args.team} {args.name}' shows its turns)",
+            file=sys.stderr,
+        )
     if not args.follow:
         return 0
     sys.stdout.flush()
