@@ -67,6 +67,9 @@ def test_a_lead_on_an_existing_team_works_within_it_and_leaves_it(root: Path) ->
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout)
         assert result["stopped_by"] == "done" and result["kept"] is True
+        assert result["answer"].endswith(
+            "The team stays: team 'precious' is not this lead's to delete (it existed before the lead started, or the lead was told to keep it); it stays as it is, with its members and tasks"
+        )
         team = Team.open("precious", root=state)  # still there, with everything in it
         assert [m.name for m in team.config().teammates()] == ["bob"]
         assert team.status().teammate("bob") is not None  # and bob still at work

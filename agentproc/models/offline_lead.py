@@ -225,7 +225,10 @@ class OfflineLead:
         self.done = True
         deleted = tools.call("TeamDelete", {})
         if deleted.is_error:
-            return TurnOutcome(final_text=f"{summary}\nThe team stays: {deleted.content}")
+            # Refused as the README says it must be (not this lead's team, or a task left
+            # open): the reason, not the tool's "Error: " shown as if the run had gone wrong.
+            why = deleted.content.removeprefix("Error: ")
+            return TurnOutcome(final_text=f"{summary}\nThe team stays: {why}")
         return TurnOutcome(final_text=summary)
 
     def _my_tasks(self, tools: ToolBox) -> list[dict[str, Any]]:
