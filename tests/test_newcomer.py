@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ from mcp_types import TextContent
 
 from agentproc.permissions import _STATE_WORDS
 from ipc import TeamConfigStore
+from ipc.errors import InvalidInput
 from supervisor.cli.demo import pipeline, plan_text
 from supervisor.client.team import Team
+from supervisor.mcp.http import listen
 from supervisor.mcp.tools import Door
 from tests.runtime_helpers import cli
 
@@ -109,3 +112,16 @@ def test_chat_from_a_pipe_names_the_option_that_allows_it(root: Path) -> None:
     err = cli(root, "chat", "t", stdin="hello\n", ok=False).stderr
     assert "to read a pipe add --allow-pipe" in err
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_a_port_in_use_says_how_to_get_another() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(InvalidInput) as refused:
+            listen(f"127.0.0.1:{port}")
+    assert refused.value.message == (
+        f"cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "another server has that port: pick another (port 0 lets the system choose)"
+    )

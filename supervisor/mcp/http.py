@@ -14,6 +14,7 @@ keep no session: for them the member lasts as long as the server.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import os
 import socket
@@ -170,7 +171,9 @@ def listen(address: str) -> socket.socket:
         sock.bind((host, int(port)))
     except OSError as exc:
         sock.close()
-        raise InvalidInput(f"cannot listen on {address}: {exc.strerror}") from None
+        taken = "; another server has that port: pick another (port 0 lets the system choose)"
+        why = taken if exc.errno == errno.EADDRINUSE else ""
+        raise InvalidInput(f"cannot listen on {address}: {exc.strerror}{why}") from None
     sock.listen(128)
     sock.set_inheritable(False)
     return sock
