@@ -58,15 +58,12 @@ class AgentContext:
     check_in: Callable[[CheckIn], bool] | None = None
     check_in_every: float = 0.0  # seconds between check-ins
 
-    def _tasks_ready(self, ids: list[str], handed: str = "") -> None:
-        self.channel.tasks_ready(ids)  # an agent's creates hand nothing (no hand_first here)
-
     def __post_init__(self) -> None:
         self.root = Path(self.spec.root)
         self.cwd = Path(self.spec.cwd)
         self.paths = self.spec.team_paths()
         self.team = self.paths.team
-        self.state = TeamState(self.paths, doorbell=self.channel.waker(), on_ready=self._tasks_ready)
+        self.state = TeamState(self.paths, doorbell=self.channel.waker(), on_ready=self.channel.tasks_ready)
         self.messenger = self.state.messenger
         self.mailbox = self.state.mailbox(self.spec.agent_name)
         self.tasks = self.state.tasks

@@ -64,7 +64,6 @@ class TasksReady(_Request):
 
     ids: list[str] = []
     rung: str = ""  # the on-call teammate the sender already rang for the first of them
-    handed: bool = False  # and made that first task already claimed for it (see TaskList.hand_first)
     Reply: ClassVar[type[msgspec.Struct]] = WakeReply
 
 

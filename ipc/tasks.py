@@ -10,65 +10,61 @@ A task that failed (``metadata.lastError``) is not claimed again automatically: 
 shown as failed, until someone sets it back to pending (which clears the error) or assigns
 it. Fields other writers keep in a task file survive every rewrite.
 
-Reading is in :mod:`ipc.task_reads`, claims (and the locked write) in
-:mod:`ipc.task_claims`, the rules that need no files in :mod:`ipc.task_rules`, the dependency
-graph in :mod:`ipc.task_graph`, what hot paths look at in :mod:`ipc.task_window`.
+Reading is in :mod:`ipc.task_reads`, the rules that need no files in :mod:`ipc.task_rules`,
+the dependency graph in :mod:`ipc.task_graph`, what hot paths look at in
+:mod:`ipc.task_window`.
 """
 
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+import random
+import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
 from ipc import task_edit
 from ipc.clock import now_iso
-from ipc.errors import InvalidInput
+from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
-from ipc.schemas import LEAD_NAME, Task, TaskAssignment
-from ipc.storage import make_spare, rewrite
-from ipc.task_claims import TaskClaims
+from ipc.preserve import merged, read_object
+from ipc.schemas import LEAD_NAME, Task, TaskAssignment, dump_json
+from ipc.storage import create as create_file
+from ipc.storage import ensure_dir, make_spare, read_bytes, rewrite
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
+from ipc.task_reads import TaskReads
 from ipc.task_rules import (
     Change,
+    ClaimResult,
     check_text,
 )
 
 if TYPE_CHECKING:
     from ipc.messaging import Messenger
 
+_decoder = msgspec.json.Decoder(Task)
 
-class Ready(Protocol):
-    """Told of tasks a change made claimable; ``handed``: the teammate the first was handed to."""
-
-    def __call__(self, ids: builtins.list[str], handed: str = "") -> None: ...
+SPREAD = 64  # claimable tasks a claimer that lost a race picks among
 
 
-class TaskList(TaskClaims):
+class TaskList(TaskReads):
     """``on_ready`` is told the ids of tasks a change made claimable (created, unblocked,
-    released), after the lock is let go, and the teammate the first of them was handed to
-    as it was made ("" for none; see :attr:`hand_first`): the hook through which the
-    supervisor wakes an idle teammate for each. Without it nobody is woken; the fallback
-    poll finds them.
-
-    ``hand_first``, when set, names under the list's lock the teammate a new claimable task
-    is handed to as it is made: written already claimed for it, as the supervisor's
-    hand-out writes one, so that teammate, rung with the id, starts it without a claim of
-    its own (a lock and a rewrite on its side). The caller rings it and tells the
-    supervisor, which gives the task back if that teammate turns out to be gone."""
-
-    hand_first: Callable[[], str] | None = None
+    released), after the lock is let go: the hook through which the supervisor wakes an
+    idle teammate for each. Without it nobody is woken; the fallback poll finds them."""
 
     def __init__(
         self,
         root: str | os.PathLike[str] | None,
         team: str,
-        on_ready: Ready | None = None,
+        on_ready: Callable[[builtins.list[str]], None] | None = None,
     ) -> None:
         self._bind(TeamPaths(root, team), on_ready, None)
 
@@ -77,7 +73,7 @@ class TaskList(TaskClaims):
         cls,
         paths: TeamPaths,
         *,
-        on_ready: Ready | None = None,
+        on_ready: Callable[[builtins.list[str]], None] | None = None,
         messenger: Messenger | None = None,
     ) -> TaskList:
         """The task list of the team of ``paths``. Assignments go out through ``messenger``
@@ -89,7 +85,7 @@ class TaskList(TaskClaims):
     def _bind(
         self,
         paths: TeamPaths,
-        on_ready: Ready | None,
+        on_ready: Callable[[builtins.list[str]], None] | None,
         messenger: Messenger | None,
     ) -> None:
         self._bind_reads(paths)
@@ -104,18 +100,31 @@ class TaskList(TaskClaims):
             self._messenger = Messenger.at(self.paths)
         return self._messenger
 
-    def _ready(self, ids: builtins.list[str], handed: str = "") -> None:
-        if not ids or self.on_ready is None:
-            return
-        if handed:
-            self.on_ready(ids, handed)
-        else:
-            self.on_ready(ids)  # a hook that takes the ids alone does too
+    def _ready(self, ids: builtins.list[str]) -> None:
+        if ids and self.on_ready is not None:
+            self.on_ready(ids)
 
     # ------------------------------------------------------------ writing
 
+    @contextmanager
+    def _locked(self) -> Iterator[Guard]:
+        ensure_dir(self.dir)
+        with locked(self.lock_path, root=self.paths.root) as guard:
+            yield guard
+
     def _graph(self) -> TaskGraph:
         return TaskGraph(self.team, self._get_or_none)
+
+    def _write(self, guard: Guard, task: Task) -> None:
+        path = self._task_path(task.id)
+        guard.also(path)  # Claude Code's per-task lock, in a Claude Code root
+        data = read_bytes(path)
+        if data is None:
+            create_file(path, dump_json(task))
+        else:  # in place: see ipc.storage.rewrite
+            rewrite(path, dump_json(merged(read_object(data), task)))
+        self._cache.pop(task.id, None)
+        self.window.reopened(task)
 
     def _next_id(self) -> str:
         self.window.find_top()  # past every file and the mark: ids are never reused
@@ -174,7 +183,6 @@ class TaskList(TaskClaims):
                     graph.link(
                         blocker=ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep), blocked=task_id
                     )
-            handed = "" if owner else self._hand_first(graph, ids)
             # Task files first, then the mark: a crash between leaves files whose ids the
             # next create sees in the directory, so no id is ever issued twice.
             for task_id in ids:
@@ -184,7 +192,7 @@ class TaskList(TaskClaims):
                     self._write(guard, task)
             rewrite(self.mark_path, ids[-1].encode(), grow=False)
             created = [graph.nodes[i] for i in ids]
-        self._created(created, owner, by, handed)
+        self._created(created, owner, by)
         make_spare(self.dir)  # for the next create, now that whoever it wakes is woken
         return created
 
@@ -205,24 +213,14 @@ class TaskList(TaskClaims):
         self._require_member(owner)
         return owner
 
-    def _hand_first(self, graph: TaskGraph, ids: builtins.list[str]) -> str:
-        """Under the lock: the first claimable task of ``ids`` made already claimed for the
-        teammate :attr:`hand_first` names (it is then the first id told to ``on_ready``)."""
-        first = next((i for i in ids if not graph.nodes[i].blocked_by), None)
-        name = self.hand_first() if first is not None and self.hand_first is not None else ""
-        if name and first is not None:
-            graph.put(msgspec.structs.replace(graph.nodes[first], owner=name, status="in_progress"))
-        return name
-
-    def _created(self, created: builtins.list[Task], owner: str, by: str, handed: str = "") -> None:
-        """After the lock: the owner hears of its tasks, or idle teammates of claimable ones
-        (the first of them already ``handed`` to that teammate, if one was named)."""
+    def _created(self, created: builtins.list[Task], owner: str, by: str) -> None:
+        """After the lock: the owner hears of its tasks, or idle teammates of claimable ones."""
         if owner:
             if owner != by:
                 for task in created:
                     self._send_assignment(task, assigned_by=by)
             return
-        self._ready([t.id for t in created if not t.blocked_by], handed)  # the handed one first
+        self._ready([t.id for t in created if not t.blocked_by])
 
     def update(
         self,
@@ -343,3 +341,95 @@ class TaskList(TaskClaims):
             self._cache.pop(task_id, None)
         self._ready(unblocked)
         return unblocked
+
+    def claim(self, task_id: str, agent: str, *, check_agent_busy: bool = False) -> ClaimResult:
+        """Make ``agent`` the owner and set ``in_progress``, atomically; or say why not."""
+        agent = normalise_agent_name(agent)
+        if not re.fullmatch(r"[0-9]{1,12}", str(task_id)):
+            return ClaimResult(success=False, reason="task_not_found")
+        with self._locked() as guard:
+            return self._claim_locked(guard, str(task_id), agent, check_agent_busy)
+
+    def _claim_locked(self, guard: Guard, task_id: str, agent: str, check_agent_busy: bool) -> ClaimResult:
+        task = self._get_or_none(task_id)
+        if task is None:
+            return ClaimResult(success=False, reason="task_not_found")
+        if task.owner_name is not None and task.owner_name != agent:
+            return ClaimResult(success=False, reason="already_claimed", task=task)
+        if task.status == "completed":
+            return ClaimResult(success=False, reason="already_resolved", task=task)
+        if self.open_blockers(task):
+            return ClaimResult(success=False, reason="blocked", task=task)
+        if check_agent_busy and any(
+            t.owner_name == agent and t.status == "in_progress" and t.id != task_id
+            for t in self.window.live()
+        ):
+            return ClaimResult(success=False, reason="agent_busy", task=task)
+        claimed = msgspec.structs.replace(task, owner=agent, status="in_progress")
+        self._write(guard, claimed)
+        return ClaimResult(success=True, task=claimed)
+
+    def claim_next(self, agent: str, hint: str = "") -> Task | None:
+        """Auto-claim for ``agent``: the task ``hint`` if it can be had, else the lowest
+        claimable task. The search runs without the lock; the claim under it reads only the
+        candidate and its blockers. After losing a race, one of the lowest few claimable
+        tasks, at random: hundreds of claimers that all went for the lowest again would
+        each win one round in hundreds."""
+        agent = normalise_agent_name(agent)
+        if hint:
+            candidate = self._get_or_none(hint)
+            if candidate is not None and candidate.owner_name == agent and candidate.status == "in_progress":
+                return candidate  # handed out: claimed for this agent (see hand_out)
+            if candidate is not None and self.is_claimable(candidate):
+                result = self.claim(hint, agent)
+                if result.success:
+                    return result.task
+        for attempt in range(8):  # another claimer may win a candidate: try another
+            pool = list(itertools.islice(self._claimables(), 1 if attempt == 0 else SPREAD))
+            if not pool:
+                return None
+            candidate = random.choice(pool)
+            with self._locked() as guard:
+                current = self._get_or_none(candidate.id)
+                if current is None or not self.is_claimable(current):
+                    continue
+                result = self._claim_locked(guard, candidate.id, agent, check_agent_busy=False)
+            if result.success:
+                return result.task
+        return None
+
+    def hand_out(self, pairs: builtins.list[tuple[str, str]]) -> builtins.list[tuple[str, str]]:
+        """Claim each task for its agent, ``(task id, agent)``, in one locked pass (the
+        supervisor hands out claims, so hundreds of idle teammates do not queue on the lock);
+        the pairs claimed. A task no longer claimable is skipped; only the list's own lock
+        raises (nothing written): a crowded per-task lock (Claude Code's) ends the pass with what
+        it did, and the rest is left to the teammates' own look."""
+        done: builtins.list[tuple[str, str]] = []
+        with self._locked() as guard:
+            for task_id, agent in pairs:
+                task = self._get_or_none(task_id)
+                if task is not None and self.is_claimable(task):
+                    try:
+                        self._write(guard, msgspec.structs.replace(task, owner=agent, status="in_progress"))
+                    except AgentTeamsError:
+                        break
+                    done.append((task_id, agent))
+        return done
+
+    def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
+        """Put ``agent``'s in_progress tasks back to pending with no owner (after its death,
+        or a failed turn); ``error`` is recorded as ``metadata.lastError``."""
+        agent = normalise_agent_name(agent)
+        released: builtins.list[str] = []
+        with self._locked() as guard:
+            for task in self.window.live():  # an in_progress task is never behind the prefix
+                if task.owner_name == agent and task.status == "in_progress":
+                    meta = dict(task.meta)
+                    if error:
+                        meta["lastError"] = error[-2000:]
+                    self._write(
+                        guard,
+                        msgspec.structs.replace(task, owner=UNSET, status="pending", metadata=meta or UNSET),
+                    )
+                    released.append(task.id)
+        return released

@@ -46,17 +46,11 @@ ON_CALL = "on-call"
 
 def on_call(runtime_dir: Path) -> str:
     """The on-call teammate's name, or "" (no one idle, or the team is not up)."""
-    return on_call_named(runtime_dir)[0]
-
-
-def on_call_named(runtime_dir: Path) -> tuple[str, int]:
-    """The on-call teammate's name ("" for none) and when the supervisor named it (the file's
-    modification time, ns): the same name twice means the same spell on call."""
     try:
         with open(runtime_dir / ON_CALL, "rb") as f:
-            return f.read().strip().decode(), os.fstat(f.fileno()).st_mtime_ns
+            return f.read().strip().decode()
     except (OSError, UnicodeDecodeError):
-        return "", 0
+        return ""
 
 
 # Non-empty while the supervisor holds ready tasks to hand out (it keeps a few turns going at

@@ -30,13 +30,9 @@ class Roster:
 
     idle_names: list[str] = field(default_factory=list)
     states: list[tuple[str, str]] = field(default_factory=list)  # every report heard
-    gone: set[str] = field(default_factory=set)  # not up: neither idle nor in a turn
 
     def idle(self) -> list[Child]:
         return cast(list[Child], [Named(n) for n in self.idle_names])
-
-    def listening(self, name: str) -> bool:
-        return name not in self.gone
 
     def on_hello(self, name: str) -> None:
         pass

@@ -136,9 +136,6 @@ class IdleRoster:
     def idle(self) -> list[object]:
         return [type("Named", (), {"name": "bee"})()]
 
-    def listening(self, name: str) -> bool:
-        return True
-
     def on_hello(self, name: str) -> None:
         pass
 

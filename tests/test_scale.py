@@ -18,8 +18,7 @@ import zmq
 
 from ipc import limits
 from ipc.errors import LimitReached, SupervisorError
-from ipc.task_claims import SPREAD
-from ipc.tasks import TaskList
+from ipc.tasks import SPREAD, TaskList
 from ipc.wake import WakeListener, Waker
 from supervisor import Team
 from supervisor.daemon import capacity

@@ -30,7 +30,7 @@ from ipc.schemas import LEAD_NAME, Task, dump_json
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
 from ipc.task_rules import Change, ClaimResult, claimable
-from ipc.tasks import Ready, TaskList
+from ipc.tasks import TaskList
 
 if TYPE_CHECKING:
     from ipc.messaging import Messenger
@@ -50,7 +50,7 @@ class EngineTaskList(TaskList):
         paths: TeamPaths,
         engine: EngineTeam,
         *,
-        on_ready: Ready | None = None,
+        on_ready: Callable[[builtins.list[str]], None] | None = None,
         messenger: Messenger | None = None,
     ) -> None:
         self.paths = paths
@@ -383,26 +383,23 @@ class EngineTaskList(TaskList):
 
     def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
         agent = normalise_agent_name(agent)
-        return [
-            t.id
-            for t in self.list()
-            if t.owner_name == agent and t.status == "in_progress" and self._release(t.id, agent, error)
-        ]
+        released: builtins.list[str] = []
+        for task in self.list():
+            if task.owner_name != agent or task.status != "in_progress":
+                continue
 
-    def give_back(self, task_id: str, agent: str) -> bool:
-        return self._release(str(task_id), normalise_agent_name(agent), "")
+            def edit(graph: TaskGraph, task_id: str = task.id) -> bool:
+                current = graph.get(task_id)
+                if current is None or current.owner_name != agent or current.status != "in_progress":
+                    return False
+                meta = dict(current.meta)
+                if error:
+                    meta["lastError"] = error[-2000:]
+                graph.put(
+                    msgspec.structs.replace(current, owner=UNSET, status="pending", metadata=meta or UNSET)
+                )
+                return True
 
-    def _release(self, task_id: str, agent: str, error: str) -> bool:
-        """``task_id`` back to pending with no owner, if it is still ``agent``'s in progress."""
-
-        def edit(graph: TaskGraph) -> bool:
-            current = graph.get(task_id)
-            if current is None or current.owner_name != agent or current.status != "in_progress":
-                return False
-            meta = dict(current.meta)
-            if error:
-                meta["lastError"] = error[-2000:]
-            graph.put(msgspec.structs.replace(current, owner=UNSET, status="pending", metadata=meta or UNSET))
-            return True
-
-        return bool(self._apply(edit, last=[task_id]))
+            if self._apply(edit, last=[task.id]):
+                released.append(task.id)
+        return released

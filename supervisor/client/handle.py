@@ -26,7 +26,7 @@ from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.replies import TeamStatus
 from ipc.schemas import LEAD_NAME, Member, TeamConfig, TeammateTerminated
 from ipc.team_state import TeamState
-from ipc.wake import LazyWaker, on_call, on_call_named
+from ipc.wake import LazyWaker, on_call
 from supervisor.client import launcher
 
 Root = str | os.PathLike[str] | None
@@ -51,9 +51,6 @@ class TeamHandle:
 
     def _new_state(self) -> TeamState:
         state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
-        if state.engine is None:
-            state.tasks.hand_first = self._hand_first
-        self._handed = ("", 0)  # the on-call spell this handle last handed a new task in
         state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
         state.messenger.as_person = True  # what it cannot sign in a member's name is marked a person's
         return state
@@ -223,23 +220,9 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
-    def _hand_first(self) -> str:
-        """Under the task list's lock: the on-call teammate, to be handed the new task as it
-        is made ("" for none). Once per spell on call: a burst of creates from here must not
-        queue behind one teammate while the supervisor has yet to name the next."""
-        runtime = self.paths.existing_runtime_dir()
-        if runtime is None:
-            return ""
-        named = on_call_named(runtime)
-        if not named[0] or named == self._handed:
-            return ""
-        self._handed = named
-        return named[0]
-
-    def _tasks_ready(self, ids: list[str], handed: str = "") -> None:
+    def _tasks_ready(self, ids: list[str]) -> None:
         """Tell the supervisor which tasks can be claimed now: it wakes one idle teammate
-        for each. Waits for its answer, so the wake is never lost to an exiting process.
-        ``handed``: the first task was made already claimed for that (on-call) teammate."""
+        for each. Waits for its answer, so the wake is never lost to an exiting process."""
         if ids and self.state.engine is not None:
             # Every host's supervisor hears of it and wakes one idle teammate of its own.
             from ipc.engine.team import EngineTeam
@@ -252,25 +235,15 @@ class TeamHandle:
         # The on-call teammate is rung first, straight from here (one hop), the ring naming
         # the first task (it tries that one before looking through the list); the supervisor
         # hears of it and wakes others for the rest.
-        if handed:
-            name = handed
-        else:
-            runtime = self.paths.existing_runtime_dir()
-            name = on_call(runtime) if runtime is not None else ""
+        runtime = self.paths.existing_runtime_dir()
+        name = on_call(runtime) if runtime is not None else ""
         rung = name if name and self._doorbell.wake(name, ids[0].encode()) else ""
-        up = launcher.supervisor_pid(self.paths) is not None
-        if handed and (not rung or not up):
-            # Nobody will tell that teammate, or give the task back if it is gone: back now.
-            self.tasks.give_back(ids[0], handed)
-            handed = rung = ""
-        if not up:
+        if launcher.supervisor_pid(self.paths) is None:
             return
         try:
-            self.call(
-                control.TasksReady(id=control.new_id(), ids=ids, rung=rung, handed=bool(handed)), timeout=5
-            )
+            self.call(control.TasksReady(id=control.new_id(), ids=ids, rung=rung), timeout=5)
         except AgentTeamsError:
-            pass  # the teammates' fallback poll finds the task (a handed one, its teammate)
+            pass  # the teammates' fallback poll finds the task
 
     def close(self) -> None:
         """Let go of sockets (wakes still in flight are delivered first)."""

@@ -77,16 +77,6 @@ class Child:
     def alive(self) -> bool:
         return self.pid is not None
 
-    @property
-    def listening(self) -> bool:
-        """A teammate of ours that is up and hears its rings (idle, or in a turn); Claude
-        Code teammates poll for themselves: a wake would only hold a task for them."""
-        return (
-            self.state in (TeammateState.RUNNING, TeammateState.IDLE)
-            and self.spec.role == "teammate"
-            and not self.spec.runs_claude
-        )
-
     def to(self, new: TeammateState) -> None:
         check_transition(self.name, self.state, new)
         self.state = new

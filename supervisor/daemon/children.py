@@ -72,10 +72,12 @@ class Children:
         return any(c.alive for c in self.by_name.values())
 
     def idle(self) -> list[Child]:
-        return [c for c in self.by_name.values() if c.state == S.IDLE and c.listening]
-
-    def listening(self, name: str) -> bool:
-        return name in self.by_name and self.by_name[name].listening
+        # Claude Code teammates poll for themselves: a wake would only hold a task for them.
+        return [
+            c
+            for c in self.by_name.values()
+            if c.state == S.IDLE and c.spec.role == "teammate" and not c.spec.runs_claude
+        ]
 
     # ------------------------------------------------------------ starting
 

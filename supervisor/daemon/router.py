@@ -73,7 +73,6 @@ class Roster(Protocol):
     """What the links report to, and who may be woken for a task (the children)."""
 
     def idle(self) -> list[Child]: ...
-    def listening(self, name: str) -> bool: ...
     def on_hello(self, name: str) -> None: ...
     def on_state(self, name: str, state: str, task: str) -> None: ...
 
@@ -148,14 +147,10 @@ class Router:
         """Ring an agent's doorbell (the lead agent's, when it is the one)."""
         self.waker.wake(LEAD_AGENT if name == LEAD_NAME else name)
 
-    def route_tasks(
-        self, ids: list[str], *, relay: bool = True, rung: str = "", handed: bool = False
-    ) -> list[str]:
+    def route_tasks(self, ids: list[str], *, relay: bool = True, rung: str = "") -> list[str]:
         """Wake one idle teammate, not already woken for a task, per ready task, with the
         task to claim (and, ``relay``, tell the other hosts of an engine team). ``rung``: the
-        sender rang that teammate (the on-call one) for the first task itself; ``handed``:
-        and made that task already its own (the teammate starts it when it is free, or, if
-        it is gone, the task goes back to the queue)."""
+        sender rang that teammate (the on-call one) for the first task itself."""
         if relay and self.relay is not None:
             self.relay(ids)
         if self.roster is None:
@@ -168,10 +163,6 @@ class Router:
             self.claiming[rung] = now
             woken.append(rung)
             self.task_wakes += 1
-            ids = ids[1:]
-        elif rung and ids and handed:
-            if not self.roster.listening(rung):
-                self._give_back(ids[0], rung)
             ids = ids[1:]
         if self.hand_out is not None:
             for task_id in ids:
@@ -262,7 +253,7 @@ class Router:
                 self._call_next()
 
     def _give_back(self, task_id: str, name: str) -> None:
-        log.warning("%s cannot take task #%s; it goes back to the queue", name, task_id)
+        log.warning("%s could not be told of task #%s; it goes back to the queue", name, task_id)
         try:
             self.on_give_back(task_id, name)
         except AgentTeamsError as exc:  # it stays that teammate's: its next look finds it
