@@ -65,6 +65,16 @@ def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
+def _billed(title: str, columns: tuple[str, str, str], rows: list[tuple[int, int, int]]) -> Table:
+    """A table of tokens billed: a count, then two ways of sending the same requests."""
+    t = Table(title=title)
+    for col in columns:
+        t.add_column(col, justify="right")
+    for n, first, second in rows:
+        t.add_row(str(n), f"{first:,}", f"{second:,}")
+    return t
+
+
 def tables(results: dict[str, Any]) -> list[Table]:
     out: list[Table] = []
     if "latency" in results:
@@ -283,22 +293,23 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 )
         t.add_row("all", f"{c['billed_input_uncached']:,}", f"{c['billed_input_cached']:,}", "", "", "")
         out.append(t)
-        t = Table(
-            title="first requests of N forks of one parent (10 turns in): input billed, input-price equivalents"
+        out.append(
+            _billed(
+                "first requests of N forks of one parent (10 turns in): input billed, input-price equivalents",
+                ("forks", "sharing the parent's prefix", "not sharing it"),
+                [(r["forks"], r["shared_billed"], r["unshared_billed"]) for r in c.get("fork_rows", [])],
+            )
         )
-        for col in ("forks", "sharing the parent's prefix", "not sharing it"):
-            t.add_column(col, justify="right")
-        for r in c.get("fork_rows", []):
-            t.add_row(str(r["forks"]), f"{r['shared_billed']:,}", f"{r['unshared_billed']:,}")
-        out.append(t)
-        t = Table(
-            title="check-ins of a parent waiting on its subagent (10 turns in): input billed, same units"
+        out.append(
+            _billed(
+                "check-ins of a parent waiting on its subagent (10 turns in): input billed, same units",
+                ("check-in", "cached", "uncached"),
+                [
+                    (r["check_in"], r["cached_billed"], r["uncached_billed"])
+                    for r in c.get("check_in_rows", [])
+                ],
+            )
         )
-        for col in ("check-in", "cached", "uncached"):
-            t.add_column(col, justify="right")
-        for r in c.get("check_in_rows", []):
-            t.add_row(str(r["check_in"]), f"{r['cached_billed']:,}", f"{r['uncached_billed']:,}")
-        out.append(t)
     if "mcp" in results:
         t = Table(
             title="a teammate's send → wait_for_messages returns to an MCP client (ms, one way, spaced)"
