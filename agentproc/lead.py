@@ -27,7 +27,7 @@ import msgspec
 
 from agentproc import bubble, subagents
 from agentproc.channel import Wakeup, engine_listener
-from agentproc.lead_turns import permission_prompt, render_batch
+from agentproc.lead_turns import permission_prompt, render_batch, render_batch_for_people
 from agentproc.models import Model, Turn, TurnOutcome
 from agentproc.permissions import NoAskPolicy
 from agentproc.runner import AgentRunner
@@ -145,8 +145,9 @@ class LeadLoop(AgentRunner):
         return events
 
     def next_turn(self) -> Turn | None:
-        if self.typed:
-            text = self.typed.popleft()
+        if self.typed:  # what was typed (or pasted) since the last turn is one turn, as a goal is
+            text = "\n".join(self.typed)
+            self.typed.clear()
             return Turn(kind="user", text=text, sender="user", content=text)
         if self.ctx.team_deleted:
             return None
@@ -168,7 +169,8 @@ class LeadLoop(AgentRunner):
                     trace.record(self.ctx.paths, message.msg_id, LEAD_NAME, taken=now)
             self.result.messages += len(messages)
             text = render_batch(messages, events, frozenset(unverified), refusals)
-            return Turn(kind="inbox", text=text, sender="", content=text, batch=tuple(messages))
+            shown = render_batch_for_people(messages, events, refusals)
+            return Turn(kind="inbox", text=text, sender="", content=text, batch=tuple(messages), shown=shown)
         asked = bubble.answer_pending(self.ctx, sorted(self.ctx.background), can_take_turn=True)
         if asked is not None:  # a subagent's request the lead's own mode would ask about: its model answers
             text = permission_prompt(asked)
@@ -177,7 +179,8 @@ class LeadLoop(AgentRunner):
         if finished is not None:
             subagents.mark_notified(self.ctx, finished)
             text = subagents.notification(finished, str(self.ctx.paths.subagent_result(finished.id)))
-            return Turn(kind="notification", text=text, content=finished.result)
+            shown = f"[subagent] {finished.description or finished.id} {finished.status}"
+            return Turn(kind="notification", text=text, content=finished.result, shown=shown)
         return None
 
     def _read_terminal(self) -> None:
@@ -190,7 +193,7 @@ class LeadLoop(AgentRunner):
     # ------------------------------------------------------------ turns
 
     def handle(self, turn: Turn) -> TurnOutcome:
-        self._show(turn.text if turn.kind != "user" else "")
+        self._show(turn.shown or turn.text if turn.kind != "user" else "")
         outcome = self.take_turn(turn)
         self.result.turns += 1
         if outcome.final_text:

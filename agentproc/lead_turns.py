@@ -67,20 +67,24 @@ def permission_prompt(body: PermissionRequest) -> str:
 def render_message(message: InboxMessage, verified: bool = True) -> str:
     """One inbox message as the lead's model reads it (``verified``: False for a sender that
     cannot sign, said in the wrapper)."""
+    return wrap_message(
+        message.from_, _message_text(message), message.color_name, message.summary_text, verified=verified
+    )
+
+
+def _message_text(message: InboxMessage) -> str:
     body = parse_body(message.text)
     if isinstance(body, IdleNotification):
-        text = _idle(body)
-    elif isinstance(body, PlanApprovalRequest):
-        text = _plan(body)
-    elif isinstance(body, PermissionRequest):
-        text = permission_prompt(body)
-    elif isinstance(body, ShutdownApproved):
-        text = f"[shutdown approved] {body.from_} approved your shutdown request and is leaving the team."
-    elif isinstance(body, ShutdownRejected):
-        text = f"[shutdown rejected] {body.from_} will keep working: {body.reason}"
-    else:
-        text = message.text
-    return wrap_message(message.from_, text, message.color_name, message.summary_text, verified=verified)
+        return _idle(body)
+    if isinstance(body, PlanApprovalRequest):
+        return _plan(body)
+    if isinstance(body, PermissionRequest):
+        return permission_prompt(body)
+    if isinstance(body, ShutdownApproved):
+        return f"[shutdown approved] {body.from_} approved your shutdown request and is leaving the team."
+    if isinstance(body, ShutdownRejected):
+        return f"[shutdown rejected] {body.from_} will keep working: {body.reason}"
+    return message.text
 
 
 def render_refusal(refusal: trust.Refusal) -> str:
@@ -89,6 +93,10 @@ def render_refusal(refusal: trust.Refusal) -> str:
 
 
 def render_event(event: TeammateTerminated) -> str:
+    return f"<system-event>\n{_event_text(event)}\n</system-event>"
+
+
+def _event_text(event: TeammateTerminated) -> str:
     if event.signal is not UNSET:
         how = f"signal {event.signal}"
     elif event.exit_code is not UNSET:
@@ -101,7 +109,18 @@ def render_event(event: TeammateTerminated) -> str:
     if event.released_tasks:
         text += f". Its tasks {', '.join('#' + t for t in event.released_tasks)} are open again"
     text += "; it is being restarted." if event.restarting else "; it is no longer in the team."
-    return f"<system-event>\n{text}\n</system-event>"
+    return text
+
+
+def render_batch_for_people(
+    messages: list[InboxMessage], events: list[TeammateTerminated], refusals: tuple[trust.Refusal, ...] = ()
+) -> str:
+    """What arrived, as the person in ``chat`` reads it: a message after its sender's name (an
+    event names its own), with none of the wrappers the model is shown."""
+    lines = [_message_text(m) if parse_body(m.text) else f"{m.from_}: {m.text}" for m in messages]
+    lines += [trust.refusal_notice(r) for r in refusals]
+    lines += [_event_text(e) for e in events]
+    return "\n".join(lines)
 
 
 def render_batch(

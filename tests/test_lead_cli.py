@@ -216,7 +216,6 @@ def test_one_lead_at_a_time(root: Path) -> None:
 
 
 def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root: Path) -> None:
-    (root / "plan.md").write_text(GOAL)
     proc = subprocess.Popen(
         [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--allow-pipe"],
         stdin=subprocess.PIPE,
@@ -226,7 +225,7 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
         cwd=root,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write("Plan file: plan.md\n")
+    proc.stdin.write(GOAL)  # pasted: its lines are one turn, the goal
     proc.stdin.flush()
     lines = []
     for line in proc.stdout:  # the input stays open, as a terminal's does, until the lead is done
@@ -237,7 +236,8 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
     out = "".join(lines) + out
     assert proc.returncode == 0, err
     assert "Talking to the lead of team 'c'" in err
-    assert '<teammate-message teammate_id="worker-1"' in out and "Completed task #1: Make the numbers" in out
+    assert "worker-1: Completed task #1: Make the numbers" in out  # as a person reads it
+    assert "<teammate-message" not in out and "[idle] worker-1 is idle" in out
     assert "lead> Done: 4 of 4 tasks completed." in out
     nothing_left_under(root / "state")
 

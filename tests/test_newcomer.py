@@ -125,3 +125,21 @@ def test_a_port_in_use_says_how_to_get_another() -> None:
         f"cannot listen on 127.0.0.1:{port}: Address already in use; "
         "another server has that port: pick another (port 0 lets the system choose)"
     )
+
+
+def test_version_is_printed_and_exits_zero(root: Path) -> None:
+    from importlib.metadata import version
+
+    out = cli(root, "--version")
+    assert out.stdout == f"agentteams {version('agentteams')}\n"
+
+
+def test_mcp_as_a_name_it_must_change_says_the_name_it_joins_as(root: Path) -> None:
+    cli(root, "team", "create", "t")
+    joined = cli(root, "mcp", "t", "--as", "bad name!", stdin="")  # stdin at its end: the session ends
+    assert "joining as 'bad-name-'" in joined.stderr
+    assert [m.name for m in TeamConfigStore(root, "t").read().teammates()] == ["bad-name-"]
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    refused = cli(root, "mcp", "t", "--as", "!!", stdin="", ok=False).stderr
+    assert "agent name '!!' has no letter or digit" in refused
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before

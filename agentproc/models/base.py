@@ -28,6 +28,7 @@ class Turn:
     content: str = ""  # the raw message text, unwrapped
     is_prompt: bool = False  # the spawn prompt: the first message of the inbox, from the lead
     batch: tuple[InboxMessage, ...] = ()  # the lead's turn: the inbox messages it carries
+    shown: str = ""  # what a person watching the turn is shown, when not ``text`` (no wrappers)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,24 @@ class Skipped:
         return self
 
 
+class Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked (importing
+    importlib.metadata would cost every command's start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("agentteams")
+        except PackageNotFoundError:
+            found = "unknown (not installed: run 'make install')"
+        print(f"agentteams {found}")  # on stdout, as argparse's own version action prints it
+        parser.exit(0)
+
+
 SKIPPED = Skipped()
 Command = Callable[..., argparse.ArgumentParser]
 
@@ -119,6 +137,7 @@ def skeleton(only: str | None) -> tuple[Parser, Any, Command]:
     catalog_once()
     p = Parser(prog="agentteams", description="A local runtime for teams of AI agents.")
     global_options(p, inherited=False)
+    p.add_argument("--version", action=Version, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def cmd(parent: Any, name: str, help: str, epilog: str | None = None) -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 from ipc.launch import DEFAULT_FALLBACK_POLL
+from ipc.paths import normalise_agent_name
 from supervisor.client.handle import TeamHandle
 from supervisor.mcp import client_config
 
@@ -44,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     team = TeamHandle(args.team, args.root)
     team.store.read()  # an unknown team: one line, exit 1
+    if args.as_member is not None:
+        asked = args.as_member
+        args.as_member = normalise_agent_name(asked)  # a name it cannot take: one line, exit 1
+        if args.as_member != asked:  # said, since the client is told nothing of it
+            print(
+                f"agentteams: joining as {args.as_member!r}: a member's name keeps letters, digits, '-' and '_'",
+                file=sys.stderr,
+            )
     if args.print_config:
         print(client_config.render(args.print_config, team.name, args.as_member, args.root))
         return 0
