@@ -65,3 +65,16 @@ def test_ps_shows_the_resident_door_under_the_supervisor_in_text_and_json(root: 
         shown = out.getvalue()
         assert f"resident door {door}" in shown and "2 more teammates" in shown, shown
         assert sum(f"m{i} " in shown for i in range(3)) == 1, shown
+
+
+def test_memory_under_ten_mib_keeps_a_decimal_and_unknown_is_not_zero() -> None:
+    from supervisor.cli.ps_view import mib
+
+    # A forked teammate's unique memory is often under 1 MiB: it must not read as 0.
+    assert [mib(None), mib(0), mib(800 * 1024), mib(9 * 2**20 + 2**19), mib(12 * 2**20)] == [
+        "?",
+        "0.0",
+        "0.8",
+        "9.5",
+        "12",
+    ]

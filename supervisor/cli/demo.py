@@ -21,6 +21,7 @@ from rich.live import Live
 from ipc import trace
 from ipc.errors import AgentTeamsError
 from supervisor.cli import scenario as sc
+from supervisor.cli.ps_view import mib
 from supervisor.cli.view import console as make_console
 from supervisor.cli.view import render, snapshot
 from supervisor.client.lead_runner import LeadRun
@@ -245,7 +246,7 @@ def print_summary(console: Console, s: dict[str, Any], workdir: Path) -> None:
     console.print("[bold]process tree at its peak[/]")
     tree = s["peak_process_tree"]
     sup = tree.get("supervisor") or {}
-    console.print(f"  supervisor {sup.get('pid')}  rss {(sup.get('rss') or 0) // 2**20} MiB")
+    console.print(f"  supervisor {sup.get('pid')}  rss {mib(sup.get('rss'))} MiB")
     if tree.get("lead"):
         console.print(f"  ├─ lead agent {tree['lead']['pid']}")
     if tree.get("forkserver"):
@@ -254,7 +255,7 @@ def print_summary(console: Console, s: dict[str, Any], workdir: Path) -> None:
         proc = mate.get("process") or {}
         task = mate.get("task") or {}
         console.print(
-            f"  ├─ {mate['name']} {mate['pid']} {mate['state']}  uss {(proc.get('uss') or 0) // 2**20} MiB  {('#' + task['id'] + ' ' + task['subject']) if task else ''}"
+            f"  ├─ {mate['name']} {mate['pid']} {mate['state']}  uss {mib(proc.get('uss'))} MiB  {('#' + task['id'] + ' ' + task['subject']) if task else ''}"
         )
         for child in mate["children"]:
             console.print(f"  │   {'    ' * (child['depth'] - 1)}└─ {child['pid']} {child['cmdline'][:70]}")

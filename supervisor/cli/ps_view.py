@@ -12,8 +12,12 @@ from supervisor.client import busy
 from supervisor.client.ps import MateTree, PsReport, TeamTree
 
 
-def _mib(value: int | None) -> int:
-    return (value or 0) // 2**20
+def mib(value: int | None) -> str:
+    """Bytes in MiB, with a decimal under 10 (a forked teammate's unique memory is often
+    under one MiB: it shares the fork server's pages), '?' when it could not be read."""
+    if value is None:
+        return "?"
+    return f"{value / 2**20:.1f}" if value < 10 * 2**20 else str(value // 2**20)
 
 
 def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
@@ -33,17 +37,17 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
     top = [m for m in tree.teammates if m.role != "subagent"]
     listed, hidden = busy.budget(busy.mates_first(top) if rows and len(top) > rows else top, rows)
     print(
-        f"{tree.team}{where}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {_mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
+        f"{tree.team}{where}: supervisor {sup.pid}  cpu {sup.cpu_percent:.0f}%  rss {mib(sup.rss)} MiB  up {sup.uptime:.0f}s  wake {tree.wake}"
         + usage
     )
     if hidden:
         print(f"│  {busy.mates_line(top)}")
     if tree.forkserver:
-        print(f"├─ fork server {tree.forkserver.pid}  uss {_mib(tree.forkserver.uss)} MiB")
+        print(f"├─ fork server {tree.forkserver.pid}  uss {mib(tree.forkserver.uss)} MiB")
     if tree.door:
         door = tree.door
         print(
-            f"├─ resident door {door.pid}  cpu {door.cpu_percent:.0f}%  rss {_mib(door.rss)} MiB  up {door.uptime:.0f}s"
+            f"├─ resident door {door.pid}  cpu {door.cpu_percent:.0f}%  rss {mib(door.rss)} MiB  up {door.uptime:.0f}s"
         )
     # Subagents are printed under their parent (the lead or a teammate).
     subagents: dict[str, list[MateTree]] = {}
@@ -52,9 +56,7 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
             subagents.setdefault(mate.parent, []).append(mate)
     shown = {m.name for m in top} | ({"team-lead"} if tree.lead else set())
     if tree.lead:
-        print(
-            f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {_mib(tree.lead.rss)} MiB"
-        )
+        print(f"├─ team-lead {tree.lead.pid}  cpu {tree.lead.cpu_percent:.0f}%  rss {mib(tree.lead.rss)} MiB")
         for sub in subagents.get("team-lead", []):
             _print_mate(sub, "│   ")
     threads = [m for m in listed if m.backend == "in-process"]
@@ -80,8 +82,8 @@ def _print_hosts(tree: TeamTree, threads: list[MateTree], subagents: dict[str, l
     count = sum(1 for m in tree.teammates if m.backend == "in-process" and m.role != "subagent")
     for host in tree.hosts:
         print(
-            f"├─ in-process host {host.pid}  cpu {host.cpu_percent:.0f}%  rss {_mib(host.rss)} MiB  "
-            f"uss {_mib(host.uss)} MiB  up {host.uptime:.0f}s  {count} teammates as its threads"
+            f"├─ in-process host {host.pid}  cpu {host.cpu_percent:.0f}%  rss {mib(host.rss)} MiB  "
+            f"uss {mib(host.uss)} MiB  up {host.uptime:.0f}s  {count} teammates as its threads"
         )
     for mate in threads:
         if tree.hosts:
@@ -112,7 +114,7 @@ def _print_mate(mate: MateTree, indent: str) -> None:
     role += f"  on {mate.host}" if mate.host else ""
     print(
         f"{indent}├─ {mate.name:<14} {mate.pid or '-':>7}  {mate.state:<8} cpu {proc.cpu_percent if proc else 0:>3.0f}%  "
-        f"rss {_mib(proc.rss if proc else 0):>3} MiB  uss {_mib(proc.uss if proc else 0):>3} MiB  "
+        f"rss {mib(proc.rss if proc else None):>3} MiB  uss {mib(proc.uss if proc else None):>3} MiB  "
         f"up {proc.uptime if proc else 0:>5.0f}s  unread {mate.unread}  {task}{role}"
     )
     for child in mate.children:
