@@ -8,8 +8,9 @@ is printed as the full path prints it, with the same exit code.
 Whenever the door cannot be asked (the team is not up, its socket is missing or stale,
 a runtime directory that is not private, ``--engine``, an argument it does not take, or a
 door that says "not here", or one that could not start), nothing has been sent and the full
-path runs instead, so the result is the same either way. Once a request has gone out the answer is waited for, up to
-``DEADLINE``: a door that goes away first is an error, never a second send.
+path runs instead, so the result is the same either way. Once a request has gone out the
+answer is waited for, up to ``DEADLINE``: a door that goes away first is an error, never a
+second send.
 """
 
 from __future__ import annotations
