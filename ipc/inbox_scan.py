@@ -40,6 +40,19 @@ class Cursor:
     count: int = 0
     offset: int = 0
     mark: bytes = b""
+    # The reader's anchor (see identity), which it sets itself: after a rewrite (a new inode,
+    # or bytes changed in place), unread entries up to it are not new. A reader that takes
+    # what it judges (marks it read) anchors on the last entry it left unread.
+    last: str = ""
+    last_raw: bytes = b""  # its bytes as the reader saw them, to find it without decoding
+
+
+def identity(message: InboxMessage) -> str:
+    """What an entry is known by across rewrites of its file (which keep the entries' order
+    and may change their bytes): its ``msg_id``, else who sent it when, and what."""
+    if isinstance(message.msg_id, str) and message.msg_id:
+        return message.msg_id
+    return f"{message.from_}\0{message.timestamp}\0{message.text}"
 
 
 def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
@@ -47,7 +60,8 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
 
     Only the bytes after the cursor are read and decoded, as long as the file only grew
     (appends and flips keep offsets), so a long unread history costs nothing per look;
-    after a rewrite (new inode, other bytes) it starts over.
+    after a rewrite (new inode, other bytes) it reads the file again and decodes what comes
+    after the reader's anchor (:attr:`Cursor.last`).
     """
     try:
         fd = os.open(mailbox.path, os.O_RDONLY | os.O_CLOEXEC)
@@ -76,22 +90,40 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
     except NotAnInbox:
         return [], cursor
     base = cursor.count if same else 0
+    # Rewritten (a writer whose append would cross a page, an archiving pass, Claude Code):
+    # rewrites keep the entries' order, so what the reader left unread is still there, up
+    # to its anchor; decoding and judging it again would cost a signature check per entry.
+    first = _past_anchor(mailbox, snap, cursor) if not same and cursor.last else 0
     new: list[Scanned] = []
-    at = 0
-    for i, message in mailbox._messages(snap):
+    at = max(0, snap.offset_of(first)) if first < len(snap.raws) else 0
+    for i, message in mailbox._messages(snap, range(first, len(snap.raws))):
         raw = bytes(snap.raws[i])
         at = rest.find(raw, at)
         new.append(Scanned(base + i, message, skip + at, raw))
         at += len(raw)
     mark = buf[max(0, body_end - 64) : body_end]
-    return new, Cursor(inode=info.st_ino, count=base + len(snap.raws), offset=origin + body_end, mark=mark)
+    end = origin + body_end
+    cursor = Cursor(info.st_ino, base + len(snap.raws), end, mark, cursor.last, cursor.last_raw)
+    return new, cursor
+
+
+def _past_anchor(mailbox: Mailbox, snap: inbox_file.Snapshot, cursor: Cursor) -> int:
+    """The index just past the reader's anchor in a rewritten file, or 0 (gone: all is new).
+    Found by its bytes where the rewrite kept them (ours do), looking from the end, where
+    it usually is; else by decoding every entry."""
+    want = _unflipped(cursor.last_raw)
+    for i in range(len(snap.raws) - 1, -1, -1) if want else ():
+        if len(snap.raws[i]) == len(want) and _unflipped(bytes(snap.raws[i])) == want:
+            return i + 1
+    found = [i for i, message in mailbox._messages(snap) if identity(message) == cursor.last]
+    return found[-1] + 1 if found else 0
 
 
 def archive_scanned(mailbox: Mailbox, entries: Sequence[Scanned], cursor: Cursor) -> Cursor | None:
     """Mark scanned entries read and move every read message to the archive, in one
     pass a chunk at a time (memory does not follow the inbox's size). Returns ``cursor``
     (the scan's) carried over to the rewritten file, or None if the file had changed
-    under the scan (then marked by content; scan it again from the start)."""
+    under the scan (then marked by content; scan it again from the start, past ``last``)."""
     with locked(mailbox.path, root=mailbox.paths.root):
         try:
             current = os.stat(mailbox.path).st_ino
@@ -108,7 +140,7 @@ def archive_scanned(mailbox: Mailbox, entries: Sequence[Scanned], cursor: Cursor
             except inbox_archive.NotPretty:
                 pass
             else:
-                return Cursor(inode=done.inode, count=done.kept, offset=done.offset, mark=done.mark)
+                return Cursor(done.inode, done.kept, done.offset, done.mark, cursor.last, cursor.last_raw)
     mailbox.mark_positions([e.position for e in entries], [e.message for e in entries])
     return None
 

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ipc import Mailbox, inbox_archive, mailbox
-from ipc.inbox_scan import Cursor, archive_scanned, mark_scanned, scan
+from ipc.inbox_scan import Cursor, archive_scanned, identity, mark_scanned, scan
 from ipc.schemas import InboxMessage
 
 
@@ -74,7 +75,9 @@ def test_scan_decodes_only_what_arrived_after_the_cursor(
     assert [(e.position, e.message.text) for e in newer] == [(501, "after the flip")]
 
 
-def test_scan_starts_over_after_a_rewrite_and_mark_scanned_finds_moved_entries(root: Path, team: str) -> None:
+def test_scan_after_a_rewrite_returns_only_what_came_after_and_mark_scanned_finds_moved_entries(
+    root: Path, team: str
+) -> None:
     mb = Mailbox(root, team, "team-lead")
     for text in ("a", "b", "c"):
         mb.append(sender="bob", text=text)
@@ -84,11 +87,50 @@ def test_scan_starts_over_after_a_rewrite_and_mark_scanned_finds_moved_entries(r
     mb.path.with_name("tmp").write_text(json.dumps(kept, indent=2))
     mb.path.with_name("tmp").replace(mb.path)
     mb.append(sender="bob", text="d")
-    new, _ = scan(mb, cursor)
-    assert [(e.position, e.message.text) for e in new] == [(0, "b"), (1, "c"), (2, "d")]
+    again, _ = scan(mb, cursor)  # a reader with no anchor: everything, from the start
+    assert [(e.position, e.message.text) for e in again] == [(0, "b"), (1, "c"), (2, "d")]
+    new, cursor = scan(mb, replace(cursor, last=identity(entries[2].message)))  # it left "c" unread
+    assert [(e.position, e.message.text) for e in new] == [(2, "d")]
+    new, cursor = scan(mb, replace(cursor, inode=0, last_raw=entries[2].raw))  # its bytes were rewritten
+    assert [(e.position, e.message.text) for e in new] == [(2, "d")]
     # The stale scan of "c" no longer sits at its offset: found again by content.
     marked = mark_scanned(mb, [entries[2]])
     assert [m.text for m in marked] == ["c"] and [m.text for m in mb.unread()] == ["b", "d"]
+    # A file whose last looked-at entry is gone is new from its start.
+    mb.path.with_name("tmp").write_text(json.dumps([kept[0]], indent=2))
+    mb.path.with_name("tmp").replace(mb.path)
+    fresh, _ = scan(mb, cursor)
+    assert [(e.position, e.message.text) for e in fresh] == [(0, "b")]
+
+
+def test_an_append_that_rewrites_the_inbox_does_not_make_its_unread_entries_new(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer whose append would cross a page rewrites the file (a new inode): the reader
+    that left reports unread for a person must not see, judge, nor even decode them again."""
+    mb = Mailbox(root, team, "team-lead")
+    mb.append(sender="bob", text="report 0")
+    (first,), cursor = scan(mb, Cursor())
+    cursor = replace(cursor, last=identity(first.message), last_raw=first.raw)  # left unread, for a person
+    decoded: list[bytes] = []
+    real = mailbox.decode_message
+
+    def counted(raw: bytes) -> InboxMessage | None:
+        decoded.append(bytes(raw))
+        return real(raw)
+
+    monkeypatch.setattr(mailbox, "decode_message", counted)
+    rewritten, n = False, 0
+    while not rewritten:
+        n += 1
+        inode = os.stat(mb.path).st_ino
+        mb.append(sender="bob", text=f"report {n}")
+        rewritten = os.stat(mb.path).st_ino != inode
+        decoded.clear()
+        (new,), cursor = scan(mb, cursor)
+        assert new.message.text == f"report {n}" and len(decoded) == 1
+        cursor = replace(cursor, last=identity(new.message), last_raw=new.raw)
+    assert n > 1 and len(mb.unread()) == n + 1
 
 
 @pytest.mark.parametrize("chunk", [64, 1 << 20])

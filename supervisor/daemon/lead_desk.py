@@ -10,13 +10,14 @@ lead again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
 
 from ipc import trust
 from ipc.errors import AgentTeamsError
-from ipc.inbox_scan import Cursor, Scanned, archive_scanned, mark_scanned, scan
+from ipc.inbox_scan import Cursor, Scanned, archive_scanned, identity, mark_scanned, scan
 from ipc.launch import POLL_INTERVAL, SupervisorOptions
 from ipc.mailbox import archive_threshold
 from ipc.osproc import pidfd_open
@@ -110,8 +111,10 @@ class LeadDesk:
                 self._apply(action)
             if verdict.take:
                 taken.append(entry)
+            else:  # left for a person: after a rewrite, unread entries up to it are not new
+                cursor = dataclasses.replace(cursor, last=identity(entry.message), last_raw=entry.raw)
         try:
-            self.cursor = self._mark(taken, cursor) or Cursor()
+            self.cursor = self._mark(taken, cursor) or Cursor(last=cursor.last, last_raw=cursor.last_raw)
         except AgentTeamsError as exc:
             log.warning("lead inbox: %s; will look again", exc.message)
             return  # the cursor stays: these are seen again next time
