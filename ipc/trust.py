@@ -362,6 +362,9 @@ class ConfigSource(Protocol):
     def read(self) -> TeamConfig: ...
 
 
+MAX_SEEN = 10_000  # delivered msg_ids a reader remembers since it started (about 1 MB)
+
+
 class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
@@ -371,7 +374,9 @@ class Verifier:
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
-        self.seen: set[str] = set(seen)
+        # Insertion-ordered, the oldest forgotten past MAX_SEEN: a long-lived reader (the
+        # supervisor at the lead's inbox) takes messages for as long as the team runs.
+        self.seen: dict[str, None] = dict.fromkeys(seen)
         # Keys the lead's entries verify with when the config names none: a team whose lead
         # is Claude Code's, seen through its teammates' --lead-verify-key.
         self.lead_keys = list(lead_keys)
@@ -402,7 +407,9 @@ class Verifier:
     def taken(self, message: InboxMessage) -> None:
         """Remember a delivered entry's ``msg_id``: the same id again is a replay."""
         if isinstance(message.msg_id, str):
-            self.seen.add(message.msg_id)
+            self.seen[message.msg_id] = None
+            if len(self.seen) > MAX_SEEN:
+                del self.seen[next(iter(self.seen))]
 
 
 def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> str | None:

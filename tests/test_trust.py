@@ -393,3 +393,18 @@ def test_a_team_led_by_claude_code_is_checked_with_its_teammates_key(root: Path)
     assert blind.check(signed) == trust.Check(
         trust.UNVERIFIED, "signed, but the team has no lead key to check it with", True
     )
+
+
+def test_a_reader_remembers_the_last_delivered_ids_not_all(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The supervisor reads the lead's inbox for as long as the team runs: its memory of
+    # delivered msg_ids (what a replay is told by) must not grow with every message.
+    TeamConfigStore(root, "t").create("bounded")
+    monkeypatch.setattr(trust, "MAX_SEEN", 3)
+    verifier = trust.Verifier(TeamConfigStore(root, "t"), LEAD_NAME, seen=["a"])
+    for msg_id in ("b", "c", "d", "e"):
+        verifier.taken(
+            InboxMessage(from_="bob", text="x", timestamp="2026-11-24T00:00:00.000Z", msg_id=msg_id)
+        )
+    assert list(verifier.seen) == ["c", "d", "e"]
