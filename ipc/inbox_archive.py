@@ -3,16 +3,17 @@
 An inbox that nobody reads (the lead's, with no person looking) grows without bound. Moving
 its read messages to the archive must not cost memory in proportion to it: this pass reads
 the file in chunks, splits it at element boundaries (the pretty format of
-:mod:`ipc.inbox_file`: ``\\n  },\\n  {`` only occurs between elements, since every nested line
-is indented further and strings escape newlines), flips the flags it was asked to, appends
-read elements to the archive and writes unread ones to a temp file that then replaces the
-inbox. Memory: one chunk and one element. A crash before the rename leaves the inbox as it
+:mod:`ipc.inbox_file`: ``\\n  },\\n  {``, spaces perhaps before the comma, only occurs
+between elements, since every nested line is indented further and strings escape
+newlines), flips the flags it was asked to, appends read elements to the archive and writes
+unread ones to a temp file that then replaces the inbox. Memory: one chunk and one element. A crash before the rename leaves the inbox as it
 was (and perhaps archive lines twice: never a lost message).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ from ipc import inbox_file
 from ipc.storage import append_line, atomic_write_from
 
 CHUNK = 1 << 18  # small: the pass must not show in the supervisor's RSS
-_BOUNDARY = b"\n  },\n  {"
+_BOUNDARY = re.compile(rb"\n  \}[ \n]*,\n  \{")
+_END = re.compile(rb"\n  \}\s*\]\s*\Z")  # the room a rewrite leaves before the bracket included
 
 
 class NotPretty(ValueError):
@@ -52,18 +54,20 @@ def elements(fd: int) -> Iterator[bytes]:
     buf = buf[2:]
     while True:
         start = 0
-        while (i := buf.find(_BOUNDARY, start)) >= 0:
-            yield buf[start : i + 4]
-            start = i + 6
+        # Spaces may stand before the comma: an append that would have crossed a page
+        # starts at the next one (see inbox_file.append_in_place).
+        while (found := _BOUNDARY.search(buf, start)) is not None:
+            yield buf[start : found.start() + 4]
+            start = found.end() - 3
         buf = buf[start:]
         chunk = os.read(fd, CHUNK)
         if not chunk:
             break
         buf += chunk
-    end = buf.rstrip()
-    if not end.endswith(b"\n  }\n]"):
+    end = _END.search(buf)
+    if end is None:
         raise NotPretty("the inbox does not end as a two-space JSON array")
-    yield end[:-2]
+    yield buf[: end.start() + 4]
 
 
 def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewritten:

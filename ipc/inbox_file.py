@@ -6,7 +6,8 @@ format an element starts at ``\\n  {`` (two spaces, at no other depth) and its t
 bytes, under the file's lock:
 
 - append: ``,\\n  {new}\\n]\\n`` written over the array's closing bracket, after checking that
-  the last element is whole;
+  the last element is whole; or, where a rewrite left room (spaces) before the bracket,
+  ``,\\n  {new}`` into it (see :func:`append_in_place`);
 - mark read: ``false`` becomes ``true `` (same length) in place.
 
 A kill in the middle of either leaves a tail that does not parse. Readers never act on such
@@ -28,6 +29,7 @@ import msgspec
 
 from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
+from ipc.storage import PAGE, within_a_page
 
 ELEMENT_START = b"\n  {"
 READ_FALSE = b'\n    "read": false'
@@ -124,10 +126,12 @@ def element(raw: bytes) -> bytes:
     return msgspec.json.format(b"[" + raw + b"]", indent=2)[2:-2]
 
 
-def format_array(raws: list[msgspec.Raw] | list[bytes]) -> bytes:
+def format_array(raws: list[msgspec.Raw] | list[bytes], room: int = 0) -> bytes:
+    """The array in Claude Code's format; ``room``: spaces left before its closing bracket,
+    where appends then go in place (see :func:`append_in_place`)."""
     if not raws:
         return b"[]\n"
-    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n]\n"
+    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n" + b" " * room + b"]\n"
 
 
 def encode_entry(obj: object) -> bytes:
@@ -137,19 +141,20 @@ def encode_entry(obj: object) -> bytes:
 # ---------------------------------------------------------------- in-place append
 
 
-def insertion(data: bytes, whole: bool) -> tuple[int, bytes] | None:
+def insertion(data: bytes, whole: bool) -> tuple[int, bytes, int] | None:
     """Where and with what prefix a new element goes, if the array's tail is sound.
 
     ``data`` is the file's last bytes (``whole``: all of it). Returns (offset within
-    ``data``, prefix) or None when the tail cannot be vouched for: torn, another format, or
-    too short a chunk to see the last element's start.
+    ``data`` of the last element's end, prefix, offset of the closing bracket) or None when
+    the tail cannot be vouched for: torn, another format, or too short a chunk to see the
+    last element's start.
     """
     text = data.rstrip()
     if not text.endswith(b"]"):
         return None
     body = text[:-1].rstrip()
     if body.endswith(b"["):
-        return (len(body), b"\n") if whole and body.strip() == b"[" else None
+        return (len(body), b"\n", len(text) - 1) if whole and body.strip() == b"[" else None
     if not body.endswith(b"}"):
         return None
     start = body.rfind(ELEMENT_START)
@@ -162,12 +167,27 @@ def insertion(data: bytes, whole: bool) -> tuple[int, bytes] | None:
         _head.decode(body[start + 3 :])  # the last element must be one whole object
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return len(body), b",\n"
+    return len(body), b",\n", len(text) - 1
 
 
-def append_in_place(fd: int, size: int, entry_block: bytes) -> tuple[int, bytes] | None:
-    """The offset and bytes that append ``entry_block`` (an :func:`element`) to the open
-    inbox of ``size`` bytes, or None if the tail is not sound (rewrite the file instead)."""
+@dataclass(frozen=True)
+class Placement:
+    """Where an append writes (``data`` at ``offset``); ``in_room``: in the spaces before the
+    closing bracket, which stays where it is (the file does not grow)."""
+
+    offset: int
+    data: bytes
+    in_room: bool
+
+
+def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
+    """Where to write ``entry_block`` (an :func:`element`) to append it to the open inbox of
+    ``size`` bytes, or None if the tail is not sound (rewrite the file instead).
+
+    In the room a rewrite left before the closing bracket when it fits there inside one page
+    (at the next page's start if it would cross one: the spaces before it stay, as JSON
+    allows), so that a kill cannot tear it; else over the bracket, the file growing (the
+    caller writes that in place only if it stays inside one page)."""
     chunk = min(size, 4096)
     while True:
         tail = os.pread(fd, chunk, size - chunk)
@@ -177,8 +197,13 @@ def append_in_place(fd: int, size: int, entry_block: bytes) -> tuple[int, bytes]
         chunk = min(size, chunk * 16)
     if found is None:
         return None
-    offset, prefix = found
-    return size - chunk + offset, prefix + entry_block + b"\n]\n"
+    end, prefix, bracket = (size - chunk + found[0], found[1], size - chunk + found[2])
+    block = prefix + entry_block
+    for start in (end, -(-end // PAGE) * PAGE):
+        if within_a_page(start, len(block)) and start + len(block) < bracket:
+            return Placement(start, block, in_room=True)
+    gap = b" " * max(0, bracket - (end + len(block) + 1))  # the new bracket lands on or past the old
+    return Placement(end, block + b"\n" + gap + b"]\n", in_room=False)
 
 
 def read_flag_offset(snapshot: Snapshot, index: int) -> int:

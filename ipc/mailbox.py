@@ -49,6 +49,10 @@ from ipc.storage import (
 log = logging.getLogger("agentteams.mailbox")
 
 MAX_TEXT_BYTES = 1024 * 1024
+# Spaces a rewrite for an append leaves before the closing bracket, at most: an append reads
+# the file's last 64 KiB when the room is large, and must find the last element's start there.
+ROOM_MOST = 48 * 1024
+ROOM_FROM = 32 * 1024  # a file this long or longer is rewritten with room: below, a rewrite is cheap
 QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see _look)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
 _known_dirs: set[Path] = set()  # inbox directories seen to exist (the hot path skips the check)
@@ -211,8 +215,8 @@ class Mailbox:
         atomic_write(self.path, repaired or b"[]\n")
         return inbox_file.parse(repaired or b"[]\n")
 
-    def _rewrite(self, raws: list[msgspec.Raw] | list[bytes]) -> None:
-        atomic_write(self.path, inbox_file.format_array(raws))
+    def _rewrite(self, raws: list[msgspec.Raw] | list[bytes], room: int = 0) -> None:
+        atomic_write(self.path, inbox_file.format_array(raws, room))
 
     def create(self) -> None:
         """Create an empty inbox if there is none."""
@@ -266,22 +270,29 @@ class Mailbox:
         return message
 
     def _append_locked(self, entry: bytes) -> None:
-        """Append one encoded entry (caller holds the lock): in place over the array's tail
-        when the file allows and the write stays inside one page (so a kill cannot tear it),
-        else one rewrite."""
+        """Append one encoded entry (caller holds the lock): in place, in the room before
+        the closing bracket or over it, when the file allows and the write stays inside one
+        page (so a kill cannot tear it), else one rewrite. The rewrite of a file past
+        ROOM_FROM leaves room for the next appends, an eighth of the file (at most
+        ROOM_MOST), so that a long unread pile is rewritten once per that much appended, not
+        once per page; a smaller file keeps Claude Code's format byte for byte."""
         block = inbox_file.element(entry)
         with os_errors(f"cannot open {self.path}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             size = os.fstat(fd).st_size
             plan = inbox_file.append_in_place(fd, size, block) if size else None
-            if plan is not None and within_a_page(plan[0], len(plan[1])):
-                write_at(fd, self.path, plan[0], plan[1])
+            if plan is not None and within_a_page(plan.offset, len(plan.data)):
+                write_at(fd, self.path, plan.offset, plan.data)
+                if plan.in_room:  # a space past the end: an append always grows the file (see take)
+                    write_at(fd, self.path, os.fstat(fd).st_size, b"\n")
                 return
         finally:
             os.close(fd)
         snap = self._load_locked() if size else Snapshot(b"", [], [])
-        self._rewrite([*map(bytes, snap.raws), entry])
+        self._rewrite(
+            [*map(bytes, snap.raws), entry], room=min(ROOM_MOST, size // 8) if size >= ROOM_FROM else 0
+        )
 
     def append(
         self,

@@ -228,41 +228,78 @@ def test_an_inbox_found_with_nothing_unread_is_read_again_once_it_changes(
     assert sorted(m.text for m in mb.take(first, limit=2)) == ["one", "two"]
 
 
-def _changed_span(before: bytes, after: bytes) -> tuple[int, int]:
-    """Offset and length of the bytes ``after`` differs from ``before`` in."""
-    start = next(
-        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
-        min(len(before), len(after)),
-    )
-    end = len(after)
-    while end > start and end <= len(before) and before[end - 1] == after[end - 1]:
-        end -= 1
-    return start, end - start
-
-
-def test_an_in_place_write_never_crosses_a_page_so_a_kill_cannot_tear_it(root: Path, team: str) -> None:
-    """A kill -9 stops a write only between pages: an append or a flip that would cross one
-    rewrites the file instead (a new inode), so Claude Code never reads a torn inbox."""
+def test_an_in_place_write_never_crosses_a_page_so_a_kill_cannot_tear_it(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill -9 stops a write only between pages: every write in place (an append in the
+    room before the bracket or over it, a flip) stays inside one page; one that could not is
+    a rewrite (a new inode), so Claude Code never reads a torn inbox."""
     from ipc.storage import within_a_page
 
+    writes: list[tuple[int, int]] = []
+    real = vars(mailbox)["write_at"]  # the name mailbox writes through
+
+    def recorded(fd: int, path: Path, offset: int, data: bytes) -> None:
+        writes.append((offset, len(data)))
+        real(fd, path, offset, data)
+
+    monkeypatch.setattr(mailbox, "write_at", recorded)
     mb = Mailbox(root, team, "alice")
     mb.append(sender="bob", text="first")
     kinds = set()
     for n in range(40):
-        before, inode = mb.path.read_bytes(), mb.path.stat().st_ino
+        inode, size = mb.path.stat().st_ino, mb.path.stat().st_size
         mb.append(sender="bob", text=f"message {n} " + "x" * (250 + 37 * n % 200))
-        after = mb.path.read_bytes()
-        in_place = mb.path.stat().st_ino == inode
-        kinds.add(in_place)
-        if in_place:
-            assert within_a_page(*_changed_span(before, after)), f"append {n} crossed a page in place"
+        kinds.add(mb.path.stat().st_ino == inode)
+        assert mb.path.stat().st_size > size  # an append always grows the file (a look relies on it)
     for message in mb.unread():
-        before, inode = mb.path.read_bytes(), mb.path.stat().st_ino
+        inode = mb.path.stat().st_ino
         assert mb.mark_read_matching(message) is not None
-        after = mb.path.read_bytes()
-        in_place = mb.path.stat().st_ino == inode
-        kinds.add(in_place)
-        if in_place:
-            assert within_a_page(*_changed_span(before, after)), "a flip crossed a page in place"
+        kinds.add(mb.path.stat().st_ino == inode)
+    assert writes and all(within_a_page(*w) for w in writes), [w for w in writes if not within_a_page(*w)]
     assert kinds == {True, False}  # both paths were taken: the test looked at both
     assert mb.unread() == [] and len(mb.read()) == 41
+    assert json.loads(mb.path.read_bytes())  # whatever room is left, the file is plain JSON
+
+
+def test_a_rewrite_leaves_room_so_appends_to_a_long_inbox_rewrite_it_seldom(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append that would cross a page rewrites the file; the rewrite leaves room before
+    the bracket (an eighth of a file past 32 KiB, at most 48 KiB), which the next appends
+    fill in place, each inside a page, the file growing by a byte past the bracket: a long
+    unread pile is rewritten once per that much appended. The scan and the streaming
+    archive pass read such a file as any other."""
+    from ipc.storage import within_a_page
+
+    mb = Mailbox(root, team, "team-lead")
+    for n in range(400):
+        mb.append(sender="bob", text=f"report {n} " + "y" * 300)
+    entries, cursor = scan(mb, Cursor())
+    writes: list[tuple[int, int]] = []
+    real = vars(mailbox)["write_at"]  # the name mailbox writes through
+
+    def recorded(fd: int, path: Path, offset: int, data: bytes) -> None:
+        writes.append((offset, len(data)))
+        real(fd, path, offset, data)
+
+    monkeypatch.setattr(mailbox, "write_at", recorded)
+    rewrites = 0
+    for n in range(100):
+        inode, size = mb.path.stat().st_ino, mb.path.stat().st_size
+        mb.append(sender="bob", text=f"more {n} " + "y" * 300)
+        rewrites += mb.path.stat().st_ino != inode
+        assert mb.path.stat().st_size > size  # an append always grows the file (a look relies on it)
+    assert rewrites <= 3  # 450 bytes each, 45 KB into rooms of 22 KB and more; without: one per page
+    assert len(writes) > 150 and all(within_a_page(*w) for w in writes)
+    texts = [m.text.split()[0] + m.text.split()[1] for m in mb.unread()]
+    assert texts == [f"report{n}" for n in range(400)] + [f"more{n}" for n in range(100)]
+    assert json.loads(mb.path.read_bytes())[-1]["text"] == mb.unread()[-1].text
+    anchored = replace(
+        cursor, last=identity(entries[-1].message), last_raw=entries[-1].raw
+    )  # all left unread
+    new, cursor = scan(mb, anchored)
+    assert [e.message.text.split()[1] for e in new] == [str(n) for n in range(100)]
+    carried = archive_scanned(mb, entries[:390], cursor)  # 390 reports read: out to the archive
+    assert carried is not None and len(mb.read()) == 110 and len(mb.history()) == 500
+    assert [m.text.split()[1] for m in mb.unread()[:11]] == ["390", *map(str, range(391, 400)), "0"]
