@@ -126,12 +126,10 @@ def element(raw: bytes) -> bytes:
     return msgspec.json.format(b"[" + raw + b"]", indent=2)[2:-2]
 
 
-def format_array(raws: list[msgspec.Raw] | list[bytes], room: int = 0) -> bytes:
-    """The array in Claude Code's format; ``room``: spaces left before its closing bracket,
-    where appends then go in place (see :func:`append_in_place`)."""
+def format_array(raws: list[msgspec.Raw] | list[bytes]) -> bytes:
     if not raws:
         return b"[]\n"
-    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n" + b" " * room + b"]\n"
+    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n]\n"
 
 
 def encode_entry(obj: object) -> bytes:
@@ -172,12 +170,21 @@ def insertion(data: bytes, whole: bool) -> tuple[int, bytes, int] | None:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where an append writes (``data`` at ``offset``); ``in_room``: in the spaces before the
-    closing bracket, which stays where it is (the file does not grow)."""
+    """Where an append writes: ``block`` (the new element and the comma before it) at
+    ``offset``, then ``tail``: nothing when in the room before the closing bracket, which
+    stays where it is (the file does not grow), else the bracket written past it."""
 
     offset: int
-    data: bytes
-    in_room: bool
+    block: bytes
+    tail: bytes = b""
+
+    @property
+    def data(self) -> bytes:
+        return self.block + self.tail
+
+    @property
+    def in_room(self) -> bool:
+        return not self.tail
 
 
 def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
@@ -201,9 +208,9 @@ def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
     block = prefix + entry_block
     for start in (end, -(-end // PAGE) * PAGE):
         if within_a_page(start, len(block)) and start + len(block) < bracket:
-            return Placement(start, block, in_room=True)
+            return Placement(start, block)
     gap = b" " * max(0, bracket - (end + len(block) + 1))  # the new bracket lands on or past the old
-    return Placement(end, block + b"\n" + gap + b"]\n", in_room=False)
+    return Placement(end, block, b"\n" + gap + b"]\n")
 
 
 def read_flag_offset(snapshot: Snapshot, index: int) -> int:

@@ -69,7 +69,9 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
         return [], Cursor()
     try:
         info = os.fstat(fd)
-        same = cursor.inode == info.st_ino and 0 < cursor.offset <= info.st_size
+        # The same file, or a rewrite that kept every byte the cursor passed (an append that
+        # left room copies the file up to its last element): the mark, checked below, says.
+        same = 0 < cursor.offset <= info.st_size
         origin = cursor.offset - len(cursor.mark) if same else 0
         buf = os.pread(fd, info.st_size - origin + 1, origin)
     finally:

@@ -38,6 +38,7 @@ from ipc.storage import (
     FileKey,
     append_line,
     atomic_write,
+    atomic_write_from,
     ensure_dir,
     file_key,
     read_bytes,
@@ -52,6 +53,7 @@ MAX_TEXT_BYTES = 1024 * 1024
 # Spaces a rewrite for an append leaves before the closing bracket, at most: an append reads
 # the file's last 64 KiB when the room is large, and must find the last element's start there.
 ROOM_MOST = 48 * 1024
+COPY_CHUNK = 1 << 18
 ROOM_FROM = 32 * 1024  # a file this long or longer is rewritten with room: below, a rewrite is cheap
 QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see _look)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
@@ -215,8 +217,8 @@ class Mailbox:
         atomic_write(self.path, repaired or b"[]\n")
         return inbox_file.parse(repaired or b"[]\n")
 
-    def _rewrite(self, raws: list[msgspec.Raw] | list[bytes], room: int = 0) -> None:
-        atomic_write(self.path, inbox_file.format_array(raws, room))
+    def _rewrite(self, raws: list[msgspec.Raw] | list[bytes]) -> None:
+        atomic_write(self.path, inbox_file.format_array(raws))
 
     def create(self) -> None:
         """Create an empty inbox if there is none."""
@@ -287,12 +289,28 @@ class Mailbox:
                 if plan.in_room:  # a space past the end: an append always grows the file (see take)
                     write_at(fd, self.path, os.fstat(fd).st_size, b"\n")
                 return
+            if plan is not None and size >= ROOM_FROM:
+                self._rewrite_with_room(fd, plan, min(ROOM_MOST, size // 8))
+                return
         finally:
             os.close(fd)
         snap = self._load_locked() if size else Snapshot(b"", [], [])
-        self._rewrite(
-            [*map(bytes, snap.raws), entry], room=min(ROOM_MOST, size // 8) if size >= ROOM_FROM else 0
-        )
+        self._rewrite([*map(bytes, snap.raws), entry])
+
+    def _rewrite_with_room(self, fd: int, plan: inbox_file.Placement, room: int) -> None:
+        """Rewrite the inbox open at ``fd`` (caller holds the lock) as it is up to its last
+        element, copied a chunk at a time (neither parsed nor held whole: a pile of unread
+        reports can be megabytes), then the new element and ``room`` spaces before the bracket.
+        The bytes before the new element stay where they were, so a reader's cursor holds."""
+        with atomic_write_from(self.path) as write:
+            done = 0
+            while done < plan.offset:
+                piece = os.pread(fd, min(COPY_CHUNK, plan.offset - done), done)
+                if not piece:
+                    raise StorageError(f"{self.path} shrank under its lock while it was copied")
+                write(piece)
+                done += len(piece)
+            write(plan.block + b"\n" + b" " * room + b"]\n")
 
     def append(
         self,
