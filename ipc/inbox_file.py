@@ -23,15 +23,22 @@ import itertools
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ipc.errors import StorageError
 from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
-from ipc.storage import PAGE, within_a_page
+from ipc.storage import PAGE, atomic_write_from, within_a_page
 
 ELEMENT_START = b"\n  {"
+ROOM_FROM = 32 * 1024  # an inbox this long is rewritten for an append with room: below, a rewrite is cheap
+# Room at most: an append reads the file's last 64 KiB when the room is large, and must find
+# the last element's start there.
+ROOM_MOST = 48 * 1024
+COPY_CHUNK = 1 << 18
 READ_FALSE = b'\n    "read": false'
 _FLIP = b"true "  # same length as b"false": JSON allows the trailing space
 
@@ -211,6 +218,24 @@ def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
             return Placement(start, block)
     gap = b" " * max(0, bracket - (end + len(block) + 1))  # the new bracket lands on or past the old
     return Placement(end, block, b"\n" + gap + b"]\n")
+
+
+def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
+    """Rewrite the inbox open at ``fd`` (``size`` bytes; the caller holds the lock) as it is
+    up to its last element, copied a chunk at a time (neither parsed nor held whole: a pile
+    of unread reports can be megabytes), then the new element and room for the next appends,
+    an eighth of the file (at most ROOM_MOST) of spaces before the bracket: a long pile is
+    then rewritten once per that much appended, not once per page. The bytes before the new
+    element stay where they were, so a reader's cursor holds."""
+    with atomic_write_from(path) as write:
+        done = 0
+        while done < plan.offset:
+            piece = os.pread(fd, min(COPY_CHUNK, plan.offset - done), done)
+            if not piece:
+                raise StorageError(f"{path} shrank under its lock while it was copied")
+            write(piece)
+            done += len(piece)
+        write(plan.block + b"\n" + b" " * min(ROOM_MOST, size // 8) + b"]\n")
 
 
 def read_flag_offset(snapshot: Snapshot, index: int) -> int:

@@ -38,7 +38,6 @@ from ipc.storage import (
     FileKey,
     append_line,
     atomic_write,
-    atomic_write_from,
     ensure_dir,
     file_key,
     read_bytes,
@@ -50,11 +49,6 @@ from ipc.storage import (
 log = logging.getLogger("agentteams.mailbox")
 
 MAX_TEXT_BYTES = 1024 * 1024
-# Spaces a rewrite for an append leaves before the closing bracket, at most: an append reads
-# the file's last 64 KiB when the room is large, and must find the last element's start there.
-ROOM_MOST = 48 * 1024
-COPY_CHUNK = 1 << 18
-ROOM_FROM = 32 * 1024  # a file this long or longer is rewritten with room: below, a rewrite is cheap
 QUIET_SECONDS = 1.0  # how long an unchanged inbox is trusted to hold nothing unread (see _look)
 _reported: set[tuple[str, bytes]] = set()  # (path, entry bytes) already warned about
 _known_dirs: set[Path] = set()  # inbox directories seen to exist (the hot path skips the check)
@@ -272,12 +266,9 @@ class Mailbox:
         return message
 
     def _append_locked(self, entry: bytes) -> None:
-        """Append one encoded entry (caller holds the lock): in place, in the room before
-        the closing bracket or over it, when the file allows and the write stays inside one
-        page (so a kill cannot tear it), else one rewrite. The rewrite of a file past
-        ROOM_FROM leaves room for the next appends, an eighth of the file (at most
-        ROOM_MOST), so that a long unread pile is rewritten once per that much appended, not
-        once per page; a smaller file keeps Claude Code's format byte for byte."""
+        """Append one encoded entry (caller holds the lock): in place (in the room before the
+        bracket, or over it) when the write stays inside one page, so a kill cannot tear it;
+        else one rewrite, with room for the next appends past ``inbox_file.ROOM_FROM``."""
         block = inbox_file.element(entry)
         with os_errors(f"cannot open {self.path}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -289,28 +280,13 @@ class Mailbox:
                 if plan.in_room:  # a space past the end: an append always grows the file (see take)
                     write_at(fd, self.path, os.fstat(fd).st_size, b"\n")
                 return
-            if plan is not None and size >= ROOM_FROM:
-                self._rewrite_with_room(fd, plan, min(ROOM_MOST, size // 8))
+            if plan is not None and size >= inbox_file.ROOM_FROM:
+                inbox_file.rewrite_with_room(fd, self.path, size, plan)
                 return
         finally:
             os.close(fd)
         snap = self._load_locked() if size else Snapshot(b"", [], [])
         self._rewrite([*map(bytes, snap.raws), entry])
-
-    def _rewrite_with_room(self, fd: int, plan: inbox_file.Placement, room: int) -> None:
-        """Rewrite the inbox open at ``fd`` (caller holds the lock) as it is up to its last
-        element, copied a chunk at a time (neither parsed nor held whole: a pile of unread
-        reports can be megabytes), then the new element and ``room`` spaces before the bracket.
-        The bytes before the new element stay where they were, so a reader's cursor holds."""
-        with atomic_write_from(self.path) as write:
-            done = 0
-            while done < plan.offset:
-                piece = os.pread(fd, min(COPY_CHUNK, plan.offset - done), done)
-                if not piece:
-                    raise StorageError(f"{self.path} shrank under its lock while it was copied")
-                write(piece)
-                done += len(piece)
-            write(plan.block + b"\n" + b" " * room + b"]\n")
 
     def append(
         self,

@@ -74,6 +74,7 @@ KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carrie
 # Set in every agent process but the lead's, and so inherited by its tools: code running
 # under an agent never reads the lead's key file (a heuristic: a tool could unset it).
 UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
+MAX_SEEN = 10_000  # msg_ids a reader remembers having taken (~1 MB): the supervisor reads for as long as the team runs
 EPOCH_SLACK_MS = 120_000  # as Claude Code: an entry up to 2 minutes older than the key's epoch
 
 Status = Literal["verified", "unverified", "forged"]
@@ -362,9 +363,6 @@ class ConfigSource(Protocol):
     def read(self) -> TeamConfig: ...
 
 
-MAX_SEEN = 10_000  # delivered msg_ids a reader remembers since it started (about 1 MB)
-
-
 class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
@@ -374,11 +372,8 @@ class Verifier:
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
-        # Insertion-ordered, the oldest forgotten past MAX_SEEN: a long-lived reader (the
-        # supervisor at the lead's inbox) takes messages for as long as the team runs.
-        self.seen: dict[str, None] = dict.fromkeys(seen)
-        # Keys the lead's entries verify with when the config names none: a team whose lead
-        # is Claude Code's, seen through its teammates' --lead-verify-key.
+        self.seen: dict[str, None] = dict.fromkeys(seen)  # in order: the oldest go past MAX_SEEN
+        # Keys the lead's entries verify with when the config names none (Claude Code's lead)
         self.lead_keys = list(lead_keys)
 
     def check(self, message: InboxMessage) -> Check:
@@ -408,7 +403,7 @@ class Verifier:
         """Remember a delivered entry's ``msg_id``: the same id again is a replay."""
         if isinstance(message.msg_id, str):
             self.seen[message.msg_id] = None
-            if len(self.seen) > MAX_SEEN:
+            while len(self.seen) > MAX_SEEN:
                 del self.seen[next(iter(self.seen))]
 
 
