@@ -175,3 +175,21 @@ def test_the_offline_lead_runs_a_team_on_the_engine_from_host_b(tmp_path: Path, 
         result = b.lead(goal, timeout=120)
         assert result.stopped_by == "done", result
         assert out.read_text().split() == ["make", "use"]
+
+
+def test_up_names_this_hosts_teammates_and_ps_reads_a_team_from_a_root_not_joined(
+    tmp_path: Path, engine: Engine
+) -> None:
+    with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
+        a.spawn("alice", prompt="")
+        b.spawn("bob", prompt="")
+        b.down(grace=2)
+        # Host B's supervisor resumes bob only: alice is host A's, and saying so misled.
+        said = cli(b.root, "up", "many").stdout
+        assert said.rstrip().endswith("; resumed bob"), said
+        # README: from any host, with --engine URL, `ps myteam` shows every host's members.
+        elsewhere = tmp_path / "host-c"
+        elsewhere.mkdir()
+        shown = cli(elsewhere, "ps", "many", "--engine", engine.url).stdout
+        assert "alice" in shown and "on host ha" in shown and "on host hb" in shown, shown
+        assert not any(elsewhere.iterdir())  # a look writes nothing into a root that has not joined

@@ -80,8 +80,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     set_budget_from(args, team)
     wake = fields.pop("wake")
     pid = team.up(wake=wake, host_name=args.host_name, **fields)
-    # An MCP member is its client's process, not the supervisor's to start: not resumed.
-    members = [m.name for m in team.config().teammates() if m.backend_type != outsiders.BACKEND]
+    # An MCP member is its client's process, not the supervisor's to start: not resumed; nor is
+    # another host's teammate of a team on the engine (its own host's supervisor resumes it).
+    here = team.host
+    members = [
+        m.name
+        for m in team.config().teammates()
+        if m.backend_type != outsiders.BACKEND and (not here or m.host_name == here)
+    ]
     emit(
         args,
         {"team": team.name, "supervisor": pid, "resumed": members},

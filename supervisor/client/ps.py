@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import psutil  # imported where used: a command that does not look at processes skips it
 
 from ipc.config import scan_teams
+from ipc.engine import marker as engine_marker
 from ipc.errors import AgentTeamsError, NotFound
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
@@ -311,7 +312,9 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
     )
     if team_name is not None:
         paths = TeamPaths(root, team_name)
-        if paths.team not in names and launcher.supervisor_pid(paths) is None and not paths.config.exists():
+        # A team on the engine this root has not joined ($AGENTTEAMS_ENGINE, --engine) has no files here.
+        known = paths.team in names or launcher.supervisor_pid(paths) is not None or paths.config.exists()
+        if not known and engine_marker.read(paths) is None:
             raise NotFound(f"team {paths.team!r} does not exist under {paths.root}")
         names = [paths.team]
         problems = [p for p in problems if f"/{paths.team}/" in p]
