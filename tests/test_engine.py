@@ -240,6 +240,16 @@ def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
         engine_team.close_all()
 
 
+def test_a_refused_foreground_start_prints_no_banner(tmp_path: Path) -> None:
+    # The "engine on nats://…" line belongs to a server that starts: before, it came first,
+    # then the refusal, as if the engine ran.
+    root = tmp_path / "root"
+    root.mkdir()
+    for bad in (["--port", "0"], ["--user", "ann"]):
+        refused = cli(root, "engine", "start", *bad, ok=False)
+        assert refused.stdout == "" and not (root / "engine").exists(), refused.stdout
+
+
 def test_server_binary_comes_from_the_wheel() -> None:
     assert engine_server.server_binary().parent == Path(sys.executable).parent
     with pytest.raises(InvalidInput):

@@ -31,8 +31,14 @@ def add_parser(cmd: Callable[..., argparse.ArgumentParser], sub: argparse._SubPa
 def cmd_engine(args: argparse.Namespace) -> int:
     data = engine_server.data_dir(args.root, args.data)
     if args.engine_command == "start":
-        if not args.detach and not args.json:
-            print(f"engine on nats://{args.listen}:{args.port}, data in {data} (Ctrl-C stops it)", flush=True)
+
+        def announce(record: engine_server.EngineServer) -> None:  # once every check passed
+            if not args.json:
+                print(
+                    f"engine on nats://{record.listen}:{record.port}, data in {data} (Ctrl-C stops it)",
+                    flush=True,
+                )
+
         server = engine_server.start(
             data,
             port=args.port,
@@ -41,6 +47,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
             password=args.password,
             config=args.config,
             detach=args.detach,
+            announce=announce,
         )
         emit(args, server, f"engine started (pid {server.pid}) at {server.url}, data in {server.data}")
     elif args.engine_command == "stop":

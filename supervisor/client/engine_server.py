@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -124,9 +125,11 @@ def start(
     password: str = "",
     config: str = "",
     detach: bool = True,
+    announce: Callable[[EngineServer], None] | None = None,
 ) -> EngineServer:
     """Start the server (``detach``: in its own session, returning once it accepts
-    connections; else this process becomes the server and this returns only on error)."""
+    connections; else this process becomes the server and this returns only on error, after
+    ``announce`` is called with its record once every check passed)."""
     _check(port, listen, user, password)
     running = status(data)
     if running is not None:
@@ -143,6 +146,8 @@ def start(
             pid=os.getpid(), listen=listen, port=port, data=str(data), log=str(log), auth=bool(user)
         )
         atomic_write(data / RECORD, msgspec.json.encode(record))
+        if announce is not None:
+            announce(record)
         os.execv(argv[0], argv)  # the same pid: 'engine stop' finds it
     with open(data / "nats-server.out", "ab") as out:
         proc = subprocess.Popen(
