@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from supervisor.cli import ps_view
-from tests.runtime_helpers import running_team, wait_for
+from tests.runtime_helpers import cli, running_team, wait_for
 
 
 def test_ps_shows_in_process_teammates_as_threads_under_their_host(
@@ -52,3 +52,14 @@ def test_ps_shows_in_process_teammates_as_threads_under_their_host(
         budget = capsys.readouterr().out
         assert budget.count(" thread ") + budget.count("pat ") == 2, budget
         assert f"in-process host {host}" in budget and "1 more teammates" in budget, budget
+
+
+def test_status_names_an_in_process_teammates_host_and_thread(root: Path) -> None:
+    with running_team(root, teammate_mode="in-process") as team:
+        team.spawn("ann", prompt="Wait.")
+        wait_for(lambda: team.status().teammate("ann").thread)  # type: ignore[union-attr]
+        ann = team.status().teammate("ann")
+        assert ann is not None
+        # README: `status` shows the number it has in place of a pid, with host_pid and thread.
+        line = cli(root, "status", team.name).stdout.splitlines()[0]
+        assert line.endswith(f"pid {ann.pid}\trestarts 0\thost {ann.host_pid} thread {ann.thread}"), line

@@ -119,7 +119,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     mates = status.teammates
     over = bool(rows) and len(mates) > rows
     shown, _ = busy.budget(busy.mates_first(mates) if over else mates, rows)
-    lines = [f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}" for m in shown]
+    # An in-process teammate's pid is a number of the supervisor's: say whose thread it is.
+    lines = [
+        f"{m.name}\t{m.state}\tpid {m.pid}\trestarts {m.restarts}"
+        + (f"\thost {m.host_pid} thread {m.thread or '-'}" if m.host_pid is not None else "")
+        for m in shown
+    ]
     if over:
         rest = busy.mates_line(busy.mates_first(mates)[len(shown) :], more=True)
         lines = [busy.mates_line(mates), *lines, f"… {rest} (--rows 0 shows every one)"]
