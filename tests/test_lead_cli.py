@@ -187,6 +187,23 @@ def test_a_goal_the_offline_lead_cannot_plan_is_answered_and_fails_and_leaves_no
     nothing_left_under(root / "state")
 
 
+def test_a_goal_it_cannot_plan_still_fails_when_a_message_was_waiting(root: Path) -> None:
+    # The Quickstart leaves reports unread in team-lead's inbox; the lead's turn on them
+    # succeeded, so a goal never taken on ended 'done', exit 0, with the error beside it.
+    team = Team.create("t", root=root / "state", cwd=str(root))
+    team.up()
+    try:
+        team.spawn("alice", prompt="")
+        team.send("team-lead", "a report", summary="report", sender="alice")
+        out = agentteams(root, "lead", "t", "--prompt", "Just do something clever.", "--json")
+        assert out.returncode == 1, out.stderr
+        result = json.loads(out.stdout)
+        assert result["stopped_by"] == "error" and result["error"] == "I need steps to hand out", result
+    finally:
+        team.down(grace=2)
+        team.close()
+
+
 def test_a_lead_that_runs_out_of_time_says_so_and_stops_everything(root: Path) -> None:
     before = time.time_ns()
     out = agentteams(root, "lead", "t", "--prompt", "1. Wait: `sleep 30`", "--timeout", "2", "--json")

@@ -88,6 +88,7 @@ class OfflineLead:
         self.asked: set[str] = set()  # teammates sent a shutdown request
         self.spawned: list[str] = []  # teammates it started: the only ones it sends away
         self.done = False
+        self.unplanned = ""  # why the goal could not be taken on, until another goal is given
 
     @staticmethod
     def check_in(check: checkins.CheckIn, tools: ToolBox) -> bool:
@@ -98,9 +99,13 @@ class OfflineLead:
 
     def run_turn(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
         if turn.kind == "user":
-            return self._goal(turn.content, tools)
+            outcome = self._goal(turn.content, tools)
+            self.unplanned = outcome.failure_reason
+            return outcome
         for message in turn.batch:
             self._answer(message, tools)
+        if self.unplanned:  # a message waiting does not make up for a goal it never took on
+            return TurnOutcome(failure_reason=self.unplanned)
         return self._follow_up(tools)
 
     def _goal(self, text: str, tools: ToolBox) -> TurnOutcome:
