@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import sys
 import time
@@ -96,9 +97,21 @@ class LeadChannel:
         if self.engine_ring is not None and self.engine_ring.fileno() in ready:
             self.engine_ring.drain()
         if self.terminal and sys.stdin.fileno() in ready:
-            chunk = os.read(sys.stdin.fileno(), 65536)
-            self.typed += chunk if chunk else b"\n\x04"  # end of input: a line, then the end mark
+            self._read_typed()
         return woke
+
+    def _read_typed(self) -> None:
+        """Everything typed by now: a terminal hands over one line a read, and lines pasted
+        together must reach the lead as one turn (a goal of several lines)."""
+        fd = sys.stdin.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.typed += b"\n\x04"  # end of input: a line, then the end mark
+                return
+            self.typed += chunk
+            if not select.select([fd], [], [], 0)[0]:
+                return
 
     def lines(self) -> list[str]:
         """Whole lines typed so far."""

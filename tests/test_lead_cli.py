@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -256,6 +257,37 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
     assert "worker-1: Completed task #1: Make the numbers" in out  # as a person reads it
     assert "<teammate-message" not in out and "[idle] worker-1 is idle" in out
     assert "lead> Done: 4 of 4 tasks completed." in out
+    nothing_left_under(root / "state")
+
+
+def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path) -> None:
+    # A terminal hands over one line a read: the goal's first line used to be a turn of its
+    # own ("I need steps to hand out", a failed turn) and the steps another.
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    os.close(slave)
+    try:
+        assert proc.stdout is not None
+        os.write(master, GOAL.encode())  # pasted at once
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("lead> "):
+                break
+        os.write(master, b"/exit\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+    shown = "".join(lines)
+    assert proc.returncode == 0, err
+    assert shown.count("lead> ") == 1 and "lead> Done: 4 of 4 tasks completed." in shown, shown
     nothing_left_under(root / "state")
 
 
