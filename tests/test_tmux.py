@@ -208,3 +208,12 @@ def test_kill_9_of_the_tmux_server_brings_teammates_back_in_new_panes(root: Path
         )
         do_task(team, "alice", "echo after-the-server-died")
     wait_for(lambda: not panes(server), timeout=30)
+
+
+def test_ps_shows_a_tmux_team_that_is_down_as_ours(root: Path, server: str) -> None:
+    # Its members' backendType "tmux" made ps take it for Claude Code's own team once down.
+    with running_team(root, teammate_mode="tmux", tmux_server=server) as team:
+        team.spawn("alice", prompt="Do your tasks.")
+        team.down(grace=2)
+        shown = cli(root, "ps").stdout
+        assert "t: not up" in shown and "Claude Code team" not in shown, shown

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from ipc.osproc import command_line_args
 from ipc.process_tree import ClaudeProcess, ClaudeTeam
-from ipc.schemas import TeamConfig
+from ipc.schemas import LEAD_NAME, TeamConfig
 
 
 def claude_code_processes(team: str | None = None, root: str | None = None) -> list[tuple[int, str]]:
@@ -80,6 +80,9 @@ def claude_made(config: TeamConfig, ours: bool = False) -> bool:
     (``ours``: one runs this team; our in-process members' handle names their host)."""
     if not isinstance(config.lead_process, msgspec.UnsetType):
         return True
+    lead = config.member(LEAD_NAME)
+    if lead is not None and isinstance(lead.verify_key, str):
+        return False  # our lead side's key: 2.1.38 (no leadProcess) writes none
     return not ours and any(
         m.backend_type in ("tmux", "in-process") and not m.tmux_pane_id.startswith("in-process:")
         for m in config.members
