@@ -78,7 +78,11 @@ def test_up_does_not_claim_to_resume_an_mcp_member(root: Path) -> None:
 def test_a_mistyped_team_names_the_teams_there_and_changes_nothing(root: Path) -> None:
     cli(root, "team", "create", "myteam")
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
-    for args in (("send", "mytaem", "alice", "hi", "--summary", "x"), ("task", "list", "mytaem")):
+    for args in (
+        ("send", "mytaem", "alice", "hi", "--summary", "x"),
+        ("task", "list", "mytaem"),
+        ("ps", "mytaem"),
+    ):
         err = cli(root, *args, ok=False).stderr.strip()
         assert "team 'mytaem' does not exist" in err and "(its teams: myteam)" in err
         assert "create it with 'agentteams team create mytaem'" in err

@@ -315,7 +315,7 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         # A team on the engine this root has not joined ($AGENTTEAMS_ENGINE, --engine) has no files here.
         known = paths.team in names or launcher.supervisor_pid(paths) is not None or paths.config.exists()
         if not known and engine_marker.read(paths) is None:
-            raise NotFound(f"team {paths.team!r} does not exist under {paths.root}")
+            raise NotFound(paths.missing())
         names = [paths.team]
         problems = [p for p in problems if f"/{paths.team}/" in p]
     configs_by_name = {c.name: c for c in configs}
