@@ -177,7 +177,7 @@ def test_the_offline_lead_runs_a_team_on_the_engine_from_host_b(tmp_path: Path, 
         assert out.read_text().split() == ["make", "use"]
 
 
-def test_up_names_this_hosts_teammates_and_ps_reads_a_team_from_a_root_not_joined(
+def test_up_names_this_hosts_teammates_and_a_root_not_joined_looks_and_sends(
     tmp_path: Path, engine: Engine
 ) -> None:
     with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
@@ -193,3 +193,7 @@ def test_up_names_this_hosts_teammates_and_ps_reads_a_team_from_a_root_not_joine
         shown = cli(elsewhere, "ps", "many", "--engine", engine.url).stdout
         assert "alice" in shown and "on host ha" in shown and "on host hb" in shown, shown
         assert not any(elsewhere.iterdir())  # a look writes nothing into a root that has not joined
+        # A person's send from there is signed as the lead, with a key the engine's config knows.
+        sent = cli(elsewhere, "send", "many", "bob", "hello from c", "--summary", "c", "--engine", engine.url)
+        assert sent.stderr == "", sent.stderr
+        assert "(verified): hello from c" in cli(b.root, "inbox", "many", "bob").stdout
