@@ -364,3 +364,35 @@ def test_up_settles_a_member_whose_server_was_killed_while_no_supervisor_ran(tmp
         assert team.status().teammates == []  # not started as a teammate of ours
     finally:
         team.down()
+
+
+def test_bound_beyond_this_machine_it_answers_this_machines_names_and_says_so(tmp_path: Path) -> None:
+    # Bound to 0.0.0.0 it refused every request with 421: the only Host it allowed was
+    # '0.0.0.0:PORT', which no client sends.
+    Team.create("t", root=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(tmp_path)]
+        + ["--http", "0.0.0.0:0", "--json", "--token", "tok"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=TOP,
+    )
+    try:
+        assert proc.stdout is not None
+        port = json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].split("/")[0]
+        for host in ("127.0.0.1", "localhost"):
+            answer = httpx2.post(
+                f"http://127.0.0.1:{port}/mcp",
+                headers={"Authorization": "Bearer tok", "Host": f"{host}:{port}"},
+            )
+            assert answer.status_code != 421, answer.text
+        foreign = httpx2.post(
+            f"http://127.0.0.1:{port}/mcp",
+            headers={"Authorization": "Bearer tok", "Host": f"evil.test:{port}"},
+        )
+        assert foreign.status_code == 421
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert "warning: serving on 0.0.0.0, not only this machine" in err

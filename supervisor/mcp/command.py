@@ -66,6 +66,14 @@ def run(args: argparse.Namespace) -> int:
     sock = listen(args.http)
     token = args.token or os.environ.get("AGENTTEAMS_MCP_TOKEN") or new_token()
     hosts = hosts_for(sock)
+    bound = sock.getsockname()[0]
+    if bound not in ("127.0.0.1", "::1"):
+        print(
+            f"agentteams: warning: serving on {bound}, not only this machine: anyone who can reach "
+            f"port {sock.getsockname()[1]} and has the token acts in team {team.name} (plain HTTP: "
+            "the token crosses the network unencrypted)",
+            file=sys.stderr,
+        )
     app = http_app(
         args.root,
         team.name,

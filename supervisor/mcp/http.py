@@ -180,11 +180,23 @@ def listen(address: str) -> socket.socket:
 
 
 def hosts_for(sock: socket.socket) -> list[str]:
-    """The Host header values that name this socket's address."""
+    """The Host header values that name this socket's address: the bound address (and
+    ``localhost`` for loopback); for a wildcard bind, which no client names, this machine's
+    names and addresses too."""
     host, port = sock.getsockname()[:2]
     names = [f"[{host}]" if ":" in host else host]
     if host in ("127.0.0.1", "::1"):
         names += ["localhost"]
+    if host in ("0.0.0.0", "::"):
+        import psutil
+
+        found = {socket.gethostname(), socket.getfqdn(), "localhost"}
+        for addresses in psutil.net_if_addrs().values():
+            for a in addresses:
+                if a.family in (socket.AF_INET, socket.AF_INET6):
+                    address = a.address.split("%")[0]
+                    found.add(f"[{address}]" if ":" in address else address)
+        names += sorted(found)
     return [f"{name}:{port}" for name in names]
 
 

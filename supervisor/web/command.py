@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 from collections.abc import Callable
 
@@ -31,31 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def allowed_hosts(sock: socket.socket, host: str) -> list[str]:
-    """The ``Host`` values that name this server: the bound address (and ``localhost`` for
-    loopback); for a wildcard bind, this machine's names and addresses."""
-    from supervisor.mcp.http import hosts_for
-
-    names = hosts_for(sock)
-    port = sock.getsockname()[1]
-    if host in ("0.0.0.0", "::", ""):
-        import psutil
-
-        found = {socket.gethostname(), socket.getfqdn(), "localhost"}
-        for addresses in psutil.net_if_addrs().values():
-            for a in addresses:
-                if a.family in (socket.AF_INET, socket.AF_INET6):
-                    address = a.address.split("%")[0]
-                    found.add(f"[{address}]" if ":" in address else address)
-        names += sorted(f"{name}:{port}" for name in found)
-    return names
-
-
 def run(args: argparse.Namespace) -> int:
     from ipc.errors import InvalidInput
     from ipc.paths import resolve_root
     from supervisor.client.handle import TeamHandle
-    from supervisor.mcp.http import listen, new_token, serve
+    from supervisor.mcp.http import hosts_for, listen, new_token, serve
     from supervisor.web.app import web_app
     from supervisor.web.events import Hubs
 
@@ -67,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     host = args.host.strip("[]")
     sock = listen(f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}")
     token = args.token or os.environ.get("AGENTTEAMS_WEB_TOKEN") or new_token()
-    hosts = allowed_hosts(sock, host)
+    hosts = hosts_for(sock)  # for a wildcard bind, this machine's names and addresses too
     hubs = Hubs()
     app = web_app(args.root, token=token, allowed_hosts=hosts, mcp_team=args.mcp, hubs=hubs)
     base = f"http://{hosts[0]}"
