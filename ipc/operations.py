@@ -259,7 +259,7 @@ class ShutdownTeammate(Struct, kw_only=True, forbid_unknown_fields=True):
 
     name: str
     force: bool = False
-    grace: Annotated[float, Meta(gt=0, description="seconds it has before a forced stop")] = 10.0
+    grace: Annotated[float, Meta(gt=0, le=3600, description="seconds it has before a forced stop")] = 10.0
     reason: str = ""
 
 

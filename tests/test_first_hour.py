@@ -312,9 +312,7 @@ def test_the_smaller_ones(root: Path) -> None:
         "team 't' is not up; start it with 'agentteams up t'"
         in cli(root, "restart", "t", "alice", ok=False).stderr
     )
-    assert (
-        "task id '' is not a task number" in cli(root, "task", "claim", "t", "", "team-lead", ok=False).stderr
-    )
+    assert "id '' is not a task number" in cli(root, "task", "claim", "t", "", "team-lead", ok=False).stderr
     neg = root / "neg.toml"
     neg.write_text('timeout = -5\n[team]\nname = "n"\n[[teammates]]\nname = "w"\n')
     assert "timeout is -5" in cli(root, "run", str(neg), ok=False).stderr

@@ -20,6 +20,7 @@ import msgspec
 from ipc import answers, control, team_permissions, transcript_view, trust, worktrees
 from ipc import operations as io
 from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
+from ipc.input_words import checked
 from ipc.messaging import clean_recipient
 from ipc.options import TeammateOptions
 from ipc.paths import normalise_agent_name
@@ -55,7 +56,7 @@ class Operation(Generic[In, Out]):
     def __call__(self, team: TeamHandle, args: In, actor: str = LEAD_NAME) -> Out:
         if self.lead_only and actor != LEAD_NAME:
             raise InvalidInput(f"{self.name} is the lead's to do; {actor} is a member of the team")
-        return self.run(team, args, actor)
+        return self.run(team, checked(self.name, self.input, args), actor)
 
 
 TABLE: dict[str, Operation[Any, Any]] = {}

@@ -26,7 +26,8 @@ import msgspec
 
 from ipc import operations as io
 from ipc import trace
-from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.errors import AgentTeamsError
+from ipc.input_words import convert
 from ipc.readable import event_of
 from ipc.schemas import LEAD_NAME, InboxMessage, Task
 from ipc.task_rules import ClaimResult
@@ -188,10 +189,7 @@ class Door:
             )
             return error(f"no tool {name!r}{why}; tools: {', '.join(self.ops)}")
         try:
-            try:
-                args = msgspec.convert(arguments, op.input)
-            except msgspec.ValidationError as exc:
-                raise InvalidInput(f"{name}: {exc}") from None
+            args = convert(name, arguments, op.input)
             if name == "wait_for_messages":
                 result = await self._wait(op, args, progress)
             else:

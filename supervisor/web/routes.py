@@ -26,6 +26,7 @@ from ipc.errors import (
     TransportError,
     UnsafeRuntimeDir,
 )
+from ipc.input_words import convert
 from supervisor.client.operations import TABLE, Operation
 
 PREFIX = "/api/v1"
@@ -125,11 +126,8 @@ def arguments(route: Route, given: dict[str, Any], path: dict[str, str], *, from
     if not isinstance(given, dict):
         raise InvalidInput(f"{route.op}: the body must be a JSON object, not {type(given).__name__}")
     data = {**given, **{p: path[p] for p in route.params}, **route.fixed}
-    try:
-        # A query string is text: '?unread_only=false' and '?lines=20' are read as their type.
-        return msgspec.convert(data, route.operation.input, strict=not from_query)
-    except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{route.op}: {exc}") from None
+    # A query string is text: '?unread_only=false' and '?lines=20' are read as their type.
+    return convert(route.op, data, route.operation.input, strict=not from_query)
 
 
 def query_arguments(route: Route, query: list[tuple[str, str]]) -> dict[str, Any]:

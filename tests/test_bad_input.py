@@ -1,0 +1,105 @@
+"""Bad input at every door (the command line, MCP, HTTP): one line naming what was wrong and
+what would be right, nothing changed on disk (a listing of the team's files with sizes and
+mtimes is the same after), never a traceback or a silent drop. Real files, the doors' own
+code; the tests that need a running team start one on the offline model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp_types import TextContent
+
+from supervisor.cli.main import main
+from supervisor.client.team import Team
+from supervisor.mcp.tools import Door
+from tests.web_helpers import request
+
+Listing = dict[str, tuple[int, int]]
+
+
+def listing(root: Path) -> Listing:
+    """Every file and directory under the root, with its size and mtime."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size if p.is_file() else -1, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[Team]:
+    """A team (down) with members ada and bob and one pending task, #1."""
+    team = Team.create("t", root=tmp_path / "r", cwd=str(tmp_path))
+    for name in ("ada", "bob"):
+        team.store.add_member(name, cwd=str(tmp_path))
+    team.tasks.create("first task", "")
+    yield team
+    team.close()
+
+
+def tool(team: Team, name: str, args: Any, member: str | None = None) -> str:
+    """An MCP tool call that must fail: its one line."""
+    result = anyio.run(Door(team, member).call, name, args)
+    block = result.content[0]
+    assert isinstance(block, TextContent) and result.is_error, block
+    assert "\n" not in block.text and "internal error" not in block.text, block.text
+    return block.text
+
+
+def http(team: Team, method: str, path: str, status: int, **kwargs: Any) -> str:
+    """An HTTP request that must be refused with ``status``: its one line."""
+    found = request(team.paths.root, method, "/api/v1/teams/t" + path, **kwargs)
+    assert found.status_code == status, found.text
+    error = found.json()["error"]
+    assert isinstance(error, str) and "\n" not in error
+    return error
+
+
+def refused(team: Team, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """A command line that must be refused: its one line (exit 1, as the README says)."""
+    assert main([*args, "--root", str(team.paths.root)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "internal error" not in err, err
+    return err
+
+
+# ---------------------------------------------------------------- every door checks the same
+
+
+def test_the_command_line_is_held_to_the_constraints_of_the_input_struct(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line builds its Struct itself, which msgspec does not check: a grace of
+    NaN or infinity ended in an internal error, and -1 went on to the supervisor."""
+    before = listing(team.paths.root)
+    for grace in ("nan", "inf", "-1", "0"):
+        err = refused(team, capsys, "shutdown", "t", "ada", "--grace", grace)
+        assert (
+            err.startswith("agentteams: error: shutdown_teammate: grace is ") and "expected a number" in err
+        )
+    assert "grace is 5000: expected a number <= 3600.0" in tool(
+        team, "shutdown_teammate", {"name": "ada", "grace": 5000}
+    )
+    assert listing(team.paths.root) == before
+
+
+def test_a_refused_input_names_the_field_the_value_and_what_is_right(team: Team) -> None:
+    before = listing(team.paths.root)
+    assert tool(team, "task_get", {"id": "-1"}) == "task_get: id '-1' is not a task number, e.g. '7'"
+    assert tool(team, "task_update", {"id": "1", "status": "done"}) == (
+        "task_update: status 'done' is not one of 'completed', 'deleted', 'in_progress', 'pending'"
+    )
+    assert tool(team, "task_create", {"subject": "s", "blocked_by": ["1", "x"]}) == (
+        "task_create: blocked_by[1] 'x' is not a task number, e.g. '7'"
+    )
+    assert tool(team, "send_message", {"to": "ada", "text": 5, "summary": "s"}) == (
+        "send_message: text is 5: expected text, got a whole number (the message)"
+    )
+    assert http(team, "GET", "/messages?limit=abc", 400) == (
+        "team_messages: limit is 'abc': expected a whole number, got text (the latest this many; 0 for all)"
+    )
+    assert http(team, "GET", "/tasks/%D9%A1", 400) == "task_get: id '١' is not a task number, e.g. '7'"
+    assert listing(team.paths.root) == before
