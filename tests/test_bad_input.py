@@ -103,3 +103,36 @@ def test_a_refused_input_names_the_field_the_value_and_what_is_right(team: Team)
     )
     assert http(team, "GET", "/tasks/%D9%A1", 400) == "task_get: id '١' is not a task number, e.g. '7'"
     assert listing(team.paths.root) == before
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def test_http_refuses_a_field_the_path_already_gives(team: Team) -> None:
+    """PATCH /tasks/1 with {"id": "2"} changed #1 and said nothing of the 2."""
+    team.tasks.create("second task", "")
+    before = listing(team.paths.root)
+    said = http(team, "PATCH", "/tasks/1", 400, json={"id": "2", "status": "completed"})
+    assert said == "task_update: 'id' is '2' in the body but the path says '1'; leave it out of the body"
+    said = http(team, "GET", "/inboxes/ada?name=bob", 400)
+    assert "'name' is 'bob' in the query string but the path says 'ada'" in said
+    said = http(team, "GET", "/inboxes/ada?mark_read=true", 400)
+    assert "'mark_read' is 'true' in the query string but this route sets it to False" in said
+    assert listing(team.paths.root) == before
+    same = request(team.paths.root, "PATCH", "/api/v1/teams/t/tasks/2", json={"id": "2", "subject": "2nd"})
+    assert same.status_code == 200 and same.json()["task"]["subject"] == "2nd"
+
+
+def test_http_answers_what_it_has_no_route_for_in_json(team: Team) -> None:
+    before = listing(team.paths.root)
+    said = http(team, "GET", "/nowhere", 404)
+    assert said == "no route GET /api/v1/teams/t/nowhere; /api/v1/openapi.json lists them"
+    assert "no route GET /api/v1/teams/t/inboxes/a/b" in http(team, "GET", "/inboxes/a%2Fb", 404)
+    assert (
+        http(team, "PUT", "/messages", 405)
+        == "PUT is not taken at /api/v1/teams/t/messages; it takes GET, POST"
+    )
+    deep = b"[" * 100_000 + b"]" * 100_000
+    said = http(team, "POST", "/messages", 400, content=deep)
+    assert said == "send_message: the body is nested too deeply; send a JSON object"
+    assert listing(team.paths.root) == before

@@ -16,6 +16,7 @@ waits, so a client does not time it out.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from typing import Any
@@ -68,6 +69,7 @@ LEAD_TOOLS = (
     "usage",
     "ps",
 )
+log = logging.getLogger("agentteams.mcp")
 TRACE_KEY = "agentteams/returned_ns"
 PROGRESS_EVERY = 5.0  # seconds between progress notifications while a wait goes on
 MAX_TEXT = 4000
@@ -196,6 +198,11 @@ class Door:
                 result = await self.run_sync(op, self.team, args, self.actor)
         except AgentTeamsError as exc:
             return error(exc.message)
+        except Exception as exc:  # a bug of ours: one line for the client, the traceback in our log
+            log.exception("tool %s failed", name)
+            return error(
+                " ".join(f"internal error: {type(exc).__name__}: {exc} (please report this)".split())
+            )
         # When tracing, when the operation returned (CLOCK_MONOTONIC, one clock for every
         # process): the benchmarks split the time between the team's path and the transport.
         meta = {TRACE_KEY: time.monotonic_ns()} if trace.enabled() else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -15,8 +16,8 @@ import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
@@ -32,6 +33,7 @@ from supervisor.web.events import Hubs
 from supervisor.web.guard import Guard
 
 STATIC = Path(__file__).parent / "static"
+log = logging.getLogger("agentteams.web")
 PAGE_HEADERS = {
     "Cache-Control": "no-store",
     # Every script and style is ours, from this server: nothing else runs in the page.
@@ -87,6 +89,34 @@ def error_response(error: AgentTeamsError) -> Response:
     return json_response(routes.error_body(error), routes.status_of(error))
 
 
+def internal_error(exc: Exception) -> Response:
+    said = f"internal error: {type(exc).__name__}: {exc} (please report this)"
+    return json_response(routes.ErrorBody(error=" ".join(said.split()), kind="InternalError"), 500)
+
+
+async def no_route(request: Request, exc: Exception) -> Response:
+    """What Starlette says for a path or method it has no route for, as the API's one line
+    in JSON (the page's own paths keep its plain answer)."""
+    status = getattr(exc, "status_code", 404)
+    path = request.url.path
+    if not path.startswith(routes.PREFIX):
+        return PlainTextResponse(
+            str(getattr(exc, "detail", "")), status, headers=getattr(exc, "headers", None)
+        )
+    if status == 405:  # Starlette names one route's methods; a path has a route per method
+        taken = {
+            method
+            for route in request.app.router.routes
+            if isinstance(route, Route) and route.matches(request.scope)[0] == Match.PARTIAL
+            for method in route.methods or ()
+            if method != "HEAD"
+        }
+        message = f"{request.method} is not taken at {path}; it takes {', '.join(sorted(taken))}"
+        return json_response(routes.ErrorBody(error=message, kind="MethodNotAllowed"), 405)
+    message = f"no route {request.method} {path}; {routes.PREFIX}/openapi.json lists them"
+    return json_response(routes.ErrorBody(error=message, kind="NoRoute"), status)
+
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -102,10 +132,17 @@ def _endpoint(route: routes.Route, handles: Handles) -> Endpoint:
                     given = msgspec.json.decode(raw) if raw.strip() else {}
                 except msgspec.DecodeError as exc:
                     raise InvalidInput(f"{route.op}: the body is not JSON ({exc})") from None
+                except RecursionError:  # msgspec's answer to arrays in arrays a hundred thousand deep
+                    raise InvalidInput(
+                        f"{route.op}: the body is nested too deeply; send a JSON object"
+                    ) from None
                 args = routes.arguments(route, given, request.path_params, from_query=False)
             result = await handles.run(request.path_params["team"], route.operation, args)
         except AgentTeamsError as exc:
             return error_response(exc)
+        except Exception as exc:  # a bug of ours: one line for the caller, the traceback in our log
+            log.exception("%s %s failed", route.method, request.url.path)
+            return internal_error(exc)
         return json_response(result)
 
     return run
@@ -176,4 +213,7 @@ def web_app(
                 await hubs.close()
                 await anyio.to_thread.run_sync(handles.close)
 
-    return Guard(Starlette(routes=table, lifespan=lifespan), token, allowed_hosts)
+    handlers = {404: no_route, 405: no_route}
+    return Guard(
+        Starlette(routes=table, lifespan=lifespan, exception_handlers=handlers), token, allowed_hosts
+    )

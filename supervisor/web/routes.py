@@ -125,9 +125,24 @@ def arguments(route: Route, given: dict[str, Any], path: dict[str, str], *, from
     operation and the field."""
     if not isinstance(given, dict):
         raise InvalidInput(f"{route.op}: the body must be a JSON object, not {type(given).__name__}")
-    data = {**given, **{p: path[p] for p in route.params}, **route.fixed}
+    where = "query string" if from_query else "body"
+    set_here = {**{p: path[p] for p in route.params}, **route.fixed}
+    for key, value in set_here.items():
+        # The path (or the route) decides: a different value beside it would be dropped
+        # without a word, and PATCH /tasks/5 with {"id": "6"} would change #5.
+        if key in given and _text(given[key]) != _text(value):
+            said = f"the path says {value!r}" if key in route.params else f"this route sets it to {value!r}"
+            raise InvalidInput(
+                f"{route.op}: {key!r} is {given[key]!r} in the {where} but {said}; leave it out of the {where}"
+            )
+    data = {**given, **set_here}
     # A query string is text: '?unread_only=false' and '?lines=20' are read as their type.
     return convert(route.op, data, route.operation.input, strict=not from_query)
+
+
+def _text(value: Any) -> str:
+    """A value as a query string spells it: ``False`` and ``'false'`` are the same answer."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def query_arguments(route: Route, query: list[tuple[str, str]]) -> dict[str, Any]:
