@@ -26,6 +26,22 @@ class ClaimResult(Struct, kw_only=True):
     task: Task | None = None
 
 
+def why_not(result: ClaimResult) -> str:
+    """A refused claim's reason code (Claude Code's) in words, naming what stands in the way."""
+    task = result.task
+    if result.reason == "already_claimed" and task is not None:
+        return f"{task.owner_name} owns it"
+    if result.reason == "already_resolved":
+        return "it is completed"
+    if result.reason == "blocked" and task is not None:
+        return f"it waits for {', '.join('#' + b for b in task.blocked_by)} to complete"
+    if result.reason == "agent_busy":
+        return "the agent has a task in progress already; finish that one first"
+    if result.reason == "failed":
+        return "it failed; set its status to pending to retry it"
+    return "no such task"
+
+
 @dataclass
 class Change:
     """What an update did: the task (None if deleted) and the tasks it made claimable."""

@@ -17,7 +17,7 @@ from ipc.paths import normalise_agent_name
 from ipc.permission_updates import PermissionUpdate
 from ipc.schemas import LEAD_NAME, ModeSetRequest, TeamPermissionUpdate
 
-EVERYONE = ("*", "@team", "")
+EVERYONE = ("*", "@team")
 
 
 def set_mode(messenger: Messenger, name: str, mode: str) -> str:
@@ -55,6 +55,8 @@ def update_permissions(messenger: Messenger, name: str, changes: list[Permission
     config = messenger.store.read()
     lead = config.member(LEAD_NAME)
     cwd = lead.cwd if lead is not None else ""
+    if not name.strip():  # an unset variable in a script must not reach every teammate
+        raise InvalidInput("no teammate named: give a teammate's name, or '*' for every teammate")
     if name.strip() in EVERYONE:
         names = [m.name for m in config.teammates()]
         if not names:

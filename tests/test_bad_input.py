@@ -136,3 +136,49 @@ def test_http_answers_what_it_has_no_route_for_in_json(team: Team) -> None:
     said = http(team, "POST", "/messages", 400, content=deep)
     assert said == "send_message: the body is nested too deeply; send a JSON object"
     assert listing(team.paths.root) == before
+
+
+# ---------------------------------------------------------------- the operations themselves
+
+
+def test_permissions_for_an_empty_name_are_refused_not_sent_to_everyone(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'' (and ' ') meant every teammate: an unset variable in a script granted Bash(rm:*) to all."""
+    before = listing(team.paths.root)
+    for name in ("", " "):
+        said = tool(team, "update_permissions", {"name": name, "rules": ["Bash(rm:*)"]})
+        assert said == "no teammate named: give a teammate's name, or '*' for every teammate"
+        err = refused(team, capsys, "permit", "t", name, "Bash(rm:*)")
+        assert (
+            err == "agentteams: error: no teammate named: give a teammate's name, or '*' for every teammate"
+        )
+    said = http(team, "POST", "/members/%20/permissions", 400, json={"rules": ["Bash(rm:*)"]})
+    assert said.startswith("no teammate named")
+    assert listing(team.paths.root) == before
+
+
+def test_claiming_a_task_that_does_not_exist_is_not_found_and_a_refusal_says_why(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team.tasks.claim("1", "bob")
+    before = listing(team.paths.root)
+    assert tool(team, "task_claim", {"id": "99"}) == "task #99 does not exist in team 't'"
+    assert http(team, "POST", "/tasks/99/claim", 404, json={}) == "task #99 does not exist in team 't'"
+    said = tool(team, "task_claim", {"id": "1", "agent": "ada"})
+    assert said == "cannot claim task #1 for ada: already_claimed (bob owns it)"
+    assert "id '١' is not a task number" in refused(team, capsys, "task", "claim", "t", "١", "ada")
+    assert listing(team.paths.root) == before
+
+
+def test_a_message_or_push_without_text_is_refused(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    before = listing(team.paths.root)
+    for text in ("", "  \n"):
+        assert tool(team, "send_message", {"to": "ada", "text": text, "summary": "s"}) == (
+            "a message needs text; give what to say"
+        )
+        said = http(team, "POST", "/messages", 400, json={"to": "*", "text": text, "summary": "s"})
+        assert said == "a message needs text; give what to say"
+        assert "a message needs text" in refused(team, capsys, "send", "t", "ada", text, "--summary", "s")
+        assert tool(team, "push", {"name": "ada", "text": text}) == "a push needs text; give what to say"
+    assert listing(team.paths.root) == before

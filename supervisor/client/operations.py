@@ -10,6 +10,7 @@ team's lead side unless a door knows better (an MCP session joined as a member, 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from ipc.permission_updates import as_object, parse_all
 from ipc.readable import event_of
 from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, Task
-from ipc.task_rules import ClaimResult
+from ipc.task_rules import ClaimResult, why_not
 from ipc.usage import TeamUsage, team_usage
 from supervisor.client import members, outsiders
 from supervisor.client.handle import TeamHandle
@@ -81,8 +82,13 @@ def _member_or_lead(team: TeamHandle, name: str) -> str:
     return name
 
 
+def _has_text(text: str, what: str) -> None:
+    if not text.strip():  # a blank message still wakes its reader, for nothing
+        raise InvalidInput(f"{what} needs text; give what to say")
+
+
 def task_id(value: str) -> str:
-    if not value.isdigit() or len(value) > 12:
+    if not re.fullmatch(r"[0-9]{1,12}", value):  # not isdigit(): '١' is a digit to it
         raise InvalidInput(f"task id {value!r} is not a task number like '7'")
     return value
 
@@ -125,6 +131,7 @@ def send_message(team: TeamHandle, args: io.SendMessage, actor: str) -> io.Sent:
     """Send a message to a member ('*': everyone but the sender). It lands in their inbox and
     wakes them. An unknown recipient is refused, naming the members."""
     sender = _member_or_lead(team, actor)
+    _has_text(args.text, "a message")
     color = None if sender == LEAD_NAME else (team.store.require_member(sender).color_name or None)
     if args.to == "*":
         response = team.messenger.broadcast(sender, args.text, args.summary, color=color)
@@ -226,8 +233,10 @@ def task_claim(team: TeamHandle, args: io.TaskClaim, actor: str) -> ClaimResult:
             raise NotFound("no task can be claimed now: each is taken, blocked, failed or completed")
         return ClaimResult(success=True, task=task)
     result = team.tasks.claim(task_id(args.id), agent, check_agent_busy=args.check_busy)
+    if result.reason == "task_not_found":  # as task_get says it (HTTP: 404, not 409)
+        raise NotFound(f"task #{args.id} does not exist in team {team.name!r}")
     if not result.success:
-        raise Conflict(f"cannot claim task #{args.id} for {agent}: {result.reason}")
+        raise Conflict(f"cannot claim task #{args.id} for {agent}: {result.reason} ({why_not(result)})")
     return result
 
 
@@ -344,6 +353,7 @@ def update_permissions(team: TeamHandle, args: io.UpdatePermissions, actor: str)
 def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
     """An in-memory message to a running teammate: the first thing its loop takes next
     (nothing on disk: a message that must survive a restart goes to its inbox)."""
+    _has_text(args.text, "a push")
     team.require_up_for(team.member_host(args.name))
     team.call(control.Push(id=control.new_id(), name=args.name, text=args.text), timeout=10)
     return io.Pushed(pushed=args.name)
