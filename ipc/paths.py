@@ -38,6 +38,10 @@ def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
 def _check_name(kind: str, raw: str, normalised: str) -> str:
     if not raw or not raw.strip():
         raise InvalidInput(f"{kind} name is empty; give a name of letters, digits, '-' or '_'")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in raw):
+        # Not made '-' like other characters: a NUL or a newline in a name is a mistake (an
+        # unquoted variable, a pasted line), and 'a\x00b' must not find the member 'a-b'.
+        raise InvalidInput(f"{kind} name {raw!r} has a control character; use letters, digits, '-' or '_'")
     if len(normalised) > MAX_NAME_LENGTH:
         raise InvalidInput(f"{kind} name is {len(raw)} characters long; use at most {MAX_NAME_LENGTH}")
     if not re.search(r"[a-zA-Z0-9]", normalised):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -181,4 +182,21 @@ def test_a_message_or_push_without_text_is_refused(team: Team, capsys: pytest.Ca
         assert said == "a message needs text; give what to say"
         assert "a message needs text" in refused(team, capsys, "send", "t", "ada", text, "--summary", "s")
         assert tool(team, "push", {"name": "ada", "text": text}) == "a push needs text; give what to say"
+    assert listing(team.paths.root) == before
+
+
+def test_a_name_with_a_control_character_is_refused_not_made_another_name(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'a\\x01b' became 'a-b': it could reach, or shut down, the member a-b."""
+    team.store.add_member("a-b", cwd=str(team.paths.root))
+    before = listing(team.paths.root)
+    for name in ("a\x01b", "a\nb", "a\x7fb"):
+        said = tool(team, "send_message", {"to": name, "text": "hi", "summary": "s"})
+        assert said == f"agent name {name!r} has a control character; use letters, digits, '-' or '_'"
+        assert "has a control character" in tool(team, "read_inbox", {"name": name})
+        assert "has a control character" in tool(team, "task_update", {"id": "1", "owner": name})
+        assert "has a control character" in refused(team, capsys, "send", "t", name, "hi", "--summary", "s")
+        assert "has a control character" in http(team, "GET", "/inboxes/" + quote(name), 400)
+    assert "team name 't\\x00' has a control character" in http(team, "GET", "/../t%00", 400)
     assert listing(team.paths.root) == before
