@@ -291,8 +291,15 @@ class ControlClient:
     def call(self, request: _Request, timeout: float = 30.0) -> Any:
         """Send and wait for the reply with the same id, decoded as ``request.Reply``;
         raises SupervisorError on an error reply and Timeout when there is none in time."""
+        data = encode(request)
+        if len(data) > MAX_REQUEST_BYTES:  # ZeroMQ would drop it unseen, and the call wait out its timeout
+            raise InvalidInput(
+                f"the {type(request).__name__.lower()} request is {len(data)} bytes; the supervisor takes "
+                f"at most {MAX_REQUEST_BYTES}: shorten its text (a long message goes to the inbox, a long "
+                "prompt in a file the teammate reads)"
+            )
         with zmq_errors("cannot reach the supervisor"):
-            self.socket.send(encode(request))
+            self.socket.send(data)
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()

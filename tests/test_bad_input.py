@@ -17,6 +17,7 @@ from mcp_types import TextContent
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import Door
+from tests.runtime_helpers import cli
 from tests.web_helpers import request
 
 Listing = dict[str, tuple[int, int]]
@@ -200,3 +201,20 @@ def test_a_name_with_a_control_character_is_refused_not_made_another_name(
         assert "has a control character" in http(team, "GET", "/inboxes/" + quote(name), 400)
     assert "team name 't\\x00' has a control character" in http(team, "GET", "/../t%00", 400)
     assert listing(team.paths.root) == before
+
+
+def test_a_request_too_big_for_the_supervisor_is_refused_at_once(team: Team) -> None:
+    """The control socket drops a frame past 256 KiB unseen: a long push (or spawn prompt)
+    waited out its timeout and said the supervisor did not answer."""
+    root = team.paths.root
+    cli(root, "up", "t")
+    try:
+        cli(root, "spawn", "t", "cy", "--prompt", "you are cy")
+        before = [m.name for m in team.config().members]
+        said = tool(team, "push", {"name": "cy", "text": "x" * 300_000})
+        assert said.startswith("the push request is 300") and "the supervisor takes at most 262144" in said
+        said = tool(team, "spawn_teammate", {"name": "dee", "prompt": "x" * 300_000})
+        assert said.startswith("the spawn request is 300")
+        assert [m.name for m in team.config().members] == before
+    finally:
+        cli(root, "down", "t")
