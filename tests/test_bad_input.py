@@ -203,6 +203,14 @@ def test_a_name_with_a_control_character_is_refused_not_made_another_name(
     assert listing(team.paths.root) == before
 
 
+def test_down_refuses_a_grace_that_is_no_number_of_seconds(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for grace in ("nan", "-5", "inf"):
+        err = refused(team, capsys, "down", "t", "--grace", grace)
+        assert err == f"agentteams: error: a grace of {float(grace):g} seconds; give 0 to 3600"
+
+
 def test_a_request_too_big_for_the_supervisor_is_refused_at_once(team: Team) -> None:
     """The control socket drops a frame past 256 KiB unseen: a long push (or spawn prompt)
     waited out its timeout and said the supervisor did not answer."""
