@@ -173,6 +173,18 @@ def test_claiming_a_task_that_does_not_exist_is_not_found_and_a_refusal_says_why
     assert listing(team.paths.root) == before
 
 
+def test_an_empty_name_on_the_command_line_is_not_taken_for_the_lead(team: Team) -> None:
+    """The operation takes '' for "yourself": `task claim TEAM 1 "$WHO"` with WHO unset
+    claimed #1 for the lead, and `inbox TEAM ''` showed the lead's inbox."""
+    root = team.paths.root
+    before = listing(root)
+    for args in (("task", "claim", "t", "1", ""), ("inbox", "t", " ")):
+        done = cli(root, *args, ok=None)
+        assert done.returncode == 2 and "the name is empty; give a member's name" in done.stderr
+    assert team.tasks.get("1").owner_name is None
+    assert listing(root) == before
+
+
 def test_a_message_or_push_without_text_is_refused(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
     before = listing(team.paths.root)
     for text in ("", "  \n"):

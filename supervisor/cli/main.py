@@ -228,7 +228,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     inbox = cmd(sub, "inbox", "show an agent's inbox")
     inbox.add_argument("team")
-    inbox.add_argument("name")
+    inbox.add_argument("name", type=parsers.named)
     inbox.add_argument("--unread", action="store_true")
 
     parsers.add_task(cmd, sub)

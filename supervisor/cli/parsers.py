@@ -166,6 +166,14 @@ def rows_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def named(value: str) -> str:
+    """A member's name that must be given: '' (an unset variable in a script) would mean the
+    lead to the operation, which takes an empty name for "yourself"."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the name is empty; give a member's name")
+    return value
+
+
 def add_send(cmd: Command, sub: Any) -> None:
     send = cmd(sub, "send", "send a message (RECIPIENT '*' broadcasts)")
     send.add_argument("team")
@@ -222,7 +230,7 @@ def add_task(cmd: Command, sub: Any, only: str | None = None) -> None:
     t_claim = sub_cmd(task_sub, "claim", "claim a task for an agent")
     t_claim.add_argument("team")
     t_claim.add_argument("id")
-    t_claim.add_argument("agent")
+    t_claim.add_argument("agent", type=named)
     t_claim.add_argument("--check-busy", action="store_true")
     t_delete = sub_cmd(task_sub, "delete", "delete a task")
     t_delete.add_argument("team")
