@@ -230,10 +230,10 @@ class Mailbox:
         return message
 
     def check_size(self, message: InboxMessage) -> None:
-        if len(message.text.encode()) > MAX_TEXT_BYTES:
-            raise InvalidInput(
-                f"message to {self.agent} is {len(message.text.encode())} bytes; the limit is {MAX_TEXT_BYTES}"
-            )
+        # The summary counts too: a short text with a 10 MB summary went past the limit.
+        size = len(message.text.encode()) + len(message.summary_text.encode())
+        if size > MAX_TEXT_BYTES:
+            raise InvalidInput(f"message to {self.agent} is {size} bytes; the limit is {MAX_TEXT_BYTES}")
 
     def append_raw(self, entry: bytes) -> None:
         if self.path.parent not in _known_dirs:

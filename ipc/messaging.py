@@ -96,6 +96,11 @@ class Messenger:
         ``courier``: ``name`` is a Claude Code teammate; its courier, if it runs, delivers
         the message through ``claude``'s own socket and appends it (:mod:`ipc.courier`)."""
         sent = time.time_ns()
+        # Measured before it is signed: signing makes the sender's key at its first message,
+        # a write to the config that a refused message must not leave behind.
+        self.mailbox(name).check_size(
+            InboxMessage(from_=sender, text=text, timestamp="", summary=summary or "")
+        )
         message = new_message(sender, text, summary, color, v2=v2, paths=self.paths)
         if self.as_person and trust.signature_of(message) is None:
             message.via = "person"

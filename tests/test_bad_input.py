@@ -198,6 +198,20 @@ def test_a_message_or_push_without_text_is_refused(team: Team, capsys: pytest.Ca
     assert listing(team.paths.root) == before
 
 
+def test_a_summary_counts_toward_the_limit_of_a_message(team: Team) -> None:
+    """Only the text was measured: a short text with a 2 MB summary went into the inbox."""
+    before = listing(team.paths.root)
+    big = "s" * (2 * 1024 * 1024)
+    said = tool(team, "send_message", {"to": "ada", "text": "hi", "summary": big})
+    assert said == "message to ada is 2097154 bytes; the limit is 1048576"
+    said = http(team, "POST", "/messages", 400, json={"to": "*", "text": "hi", "summary": big})
+    assert said.endswith("is 2097154 bytes; the limit is 1048576")
+    # nor does a refused message leave the lead's signing key, made at its first message, behind
+    said = tool(team, "send_message", {"to": "ada", "text": big, "summary": "s"})
+    assert said == "message to ada is 2097153 bytes; the limit is 1048576"
+    assert listing(team.paths.root) == before
+
+
 def test_a_name_with_a_control_character_is_refused_not_made_another_name(
     team: Team, capsys: pytest.CaptureFixture[str]
 ) -> None:
