@@ -5,6 +5,7 @@ code; the tests that need a running team start one on the offline model."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,18 +238,36 @@ def test_down_refuses_a_grace_that_is_no_number_of_seconds(
         assert err == f"agentteams: error: a grace of {float(grace):g} seconds; give 0 to 3600"
 
 
+@contextlib.contextmanager
+def running(team: Team) -> Iterator[None]:
+    """The team up, with an offline teammate cy; down again after."""
+    cli(team.paths.root, "up", "t")
+    try:
+        cli(team.paths.root, "spawn", "t", "cy", "--prompt", "you are cy")
+        yield
+    finally:
+        cli(team.paths.root, "down", "t")
+
+
 def test_a_request_too_big_for_the_supervisor_is_refused_at_once(team: Team) -> None:
     """The control socket drops a frame past 256 KiB unseen: a long push (or spawn prompt)
     waited out its timeout and said the supervisor did not answer."""
-    root = team.paths.root
-    cli(root, "up", "t")
-    try:
-        cli(root, "spawn", "t", "cy", "--prompt", "you are cy")
+    with running(team):
         before = [m.name for m in team.config().members]
         said = tool(team, "push", {"name": "cy", "text": "x" * 300_000})
         assert said.startswith("the push request is 300") and "the supervisor takes at most 262144" in said
         said = tool(team, "spawn_teammate", {"name": "dee", "prompt": "x" * 300_000})
         assert said.startswith("the spawn request is 300")
         assert [m.name for m in team.config().members] == before
-    finally:
-        cli(root, "down", "t")
+
+
+def test_push_and_restart_read_a_name_as_send_and_shutdown_do(team: Team) -> None:
+    """They handed the supervisor the name as given: '@cy' was no teammate to them."""
+    with running(team):
+        pushed = anyio.run(Door(team).call, "push", {"name": "@cy", "text": "hi"})
+        assert not pushed.is_error and pushed.structured_content == {"pushed": "cy"}
+        said = tool(team, "restart_teammate", {"name": "@cy"})
+        assert said.startswith("cy is ") and said.endswith(
+            "only an exited or failed teammate can be restarted"
+        )
+        assert "has a control character" in tool(team, "push", {"name": "c\x01y", "text": "hi"})

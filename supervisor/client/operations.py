@@ -319,8 +319,9 @@ def diff(team: TeamHandle, args: io.MemberRef, actor: str) -> worktrees.Worktree
 @operation("restart_teammate", io.MemberRef, SpawnReply, writes=True, lead_only=True)
 def restart_teammate(team: TeamHandle, args: io.MemberRef, actor: str) -> SpawnReply:
     """Start a member that failed or exited again."""
-    team.require_up_for(team.member_host(args.name))
-    reply: SpawnReply = team.call(control.Restart(id=control.new_id(), name=args.name), timeout=30)
+    name = normalise_agent_name(clean_recipient(args.name))  # as shutdown reads it: '@ada' is ada
+    team.require_up_for(team.member_host(name))
+    reply: SpawnReply = team.call(control.Restart(id=control.new_id(), name=name), timeout=30)
     return reply
 
 
@@ -354,9 +355,10 @@ def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
     """An in-memory message to a running teammate: the first thing its loop takes next
     (nothing on disk: a message that must survive a restart goes to its inbox)."""
     _has_text(args.text, "a push")
-    team.require_up_for(team.member_host(args.name))
-    team.call(control.Push(id=control.new_id(), name=args.name, text=args.text), timeout=10)
-    return io.Pushed(pushed=args.name)
+    name = normalise_agent_name(clean_recipient(args.name))
+    team.require_up_for(team.member_host(name))
+    team.call(control.Push(id=control.new_id(), name=name, text=args.text), timeout=10)
+    return io.Pushed(pushed=name)
 
 
 # ---------------------------------------------------------------- requests, usage, processes
