@@ -64,6 +64,7 @@ from ipc.schemas import (
     TeamConfig,
     TeamPermissionUpdate,
 )
+from ipc.seen_ids import SeenIds
 from ipc.storage import FileKey, atomic_write, file_key, read_bytes
 
 log = logging.getLogger("agentteams.trust")
@@ -74,7 +75,7 @@ KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carrie
 # Set in every agent process but the lead's, and so inherited by its tools: code running
 # under an agent never reads the lead's key file (a heuristic: a tool could unset it).
 UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
-MAX_SEEN = 10_000  # msg_ids a reader remembers having taken (~1 MB): the supervisor reads for as long as the team runs
+MAX_SEEN = 10_000  # msg_ids a reader remembers having taken (160 KB): the supervisor reads for as long as the team runs
 EPOCH_SLACK_MS = 120_000  # as Claude Code: an entry up to 2 minutes older than the key's epoch
 
 Status = Literal["verified", "unverified", "forged"]
@@ -372,7 +373,7 @@ class Verifier:
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
-        self.seen: dict[str, None] = dict.fromkeys(seen)  # in order: the oldest go past MAX_SEEN
+        self.seen = SeenIds(MAX_SEEN, seen)
         # Keys the lead's entries verify with when the config names none (Claude Code's lead)
         self.lead_keys = list(lead_keys)
 
@@ -402,9 +403,7 @@ class Verifier:
     def taken(self, message: InboxMessage) -> None:
         """Remember a delivered entry's ``msg_id``: the same id again is a replay."""
         if isinstance(message.msg_id, str):
-            self.seen[message.msg_id] = None
-            while len(self.seen) > MAX_SEEN:
-                del self.seen[next(iter(self.seen))]
+            self.seen.add(message.msg_id)
 
 
 def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> str | None:
