@@ -438,19 +438,10 @@ def join_index(config: TeamConfig, counted: int) -> int:
 def _make_lead_key(paths: TeamPaths) -> None:
     """A lead-side process about to write as the lead makes the lead's key first, if none
     exists; not in a Claude Code root, whose teams' leads may be Claude Code's own (the
-    supervisor of a team there makes it when the team is up)."""
-    if is_claude_root(paths.root):
-        return
-    from ipc.engine import marker  # here: ipc.engine builds on this module
-
-    if marker.read(paths) is None:
+    supervisor of a team there makes it when the team is up). ipc.team_state puts the
+    engine-aware version in its place."""
+    if not is_claude_root(paths.root):
         TeamConfigStore.at(paths).ensure_lead_key(replace_lost=False)
-        return
-    # A team on the engine, also from a root that has not joined it (--engine): its config is
-    # the engine's, where the other hosts read the key from.
-    from ipc.team_state import TeamState
-
-    TeamState(paths).config.ensure_lead_key(replace_lost=False)
 
 
 trust.keyring.make_lead = _make_lead_key

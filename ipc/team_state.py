@@ -15,8 +15,10 @@ import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ipc import trust
 from ipc.config import TeamConfigStore
 from ipc.engine import marker
+from ipc.locks import is_claude_root
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.paths import TeamPaths
@@ -77,3 +79,15 @@ class TeamState:
     def events(self) -> list[TeammateTerminated]:
         """Events for the lead (``teammate_terminated``), oldest first."""
         return read_jsonl(self.paths.events, TeammateTerminated)
+
+
+def _make_lead_key(paths: TeamPaths) -> None:
+    """ipc.config's hook, aware of the engine: a team there, also from a root that has not
+    joined it (--engine), keeps its config (and the lead's key other hosts read) in the engine."""
+    if is_claude_root(paths.root):
+        return
+    config = TeamState(paths).config if marker.read(paths) is not None else TeamConfigStore.at(paths)
+    config.ensure_lead_key(replace_lost=False)
+
+
+trust.keyring.make_lead = _make_lead_key
