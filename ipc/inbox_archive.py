@@ -73,15 +73,17 @@ def elements(fd: int) -> Iterator[bytes]:
 def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewritten:
     """Rewrite the inbox at ``path`` (the caller holds its lock) keeping its unread entries;
     read ones, and those at ``flips`` (marked read here), go to ``archive``."""
-    out: list[bytes] = []  # the new file, in pieces written as they fill
-    moved: list[bytes] = []
+    # The new file and the archive's lines, each one buffer written as it fills: not a list
+    # of element-sized pieces, which filled the reader's small-object arenas at every pass.
+    out = bytearray()
+    moved = bytearray()
     kept = kept_seen = offset = size = pending = moving = 0
     tail = mark = b""
 
     def flush_archive() -> None:
         nonlocal moving
         if moved:
-            append_line(archive, b"\n".join(moved))
+            append_line(archive, bytes(moved))
             moved.clear()
             moving = 0
 
@@ -96,26 +98,30 @@ def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewri
                         element = element[:at] + inbox_file.FLIP + element[at + len(inbox_file.FLIP) :]
                         read = True
                 if read:
-                    moved.append(msgspec.json.format(element, indent=0))
-                    moving += len(moved[-1])
+                    line = msgspec.json.format(element, indent=0)
+                    if moved:
+                        moved += b"\n"
+                    moved += line
+                    moving += len(line)
                     if moving > CHUNK:
                         flush_archive()
                 else:
-                    piece = (b"[\n" if kept == 0 else b",\n") + element
-                    out.append(piece)
-                    size += len(piece)
-                    pending += len(piece)
-                    tail = (tail + piece)[-64:]
+                    comma = b"[\n" if kept == 0 else b",\n"
+                    out += comma
+                    out += element
+                    size += len(comma) + len(element)
+                    pending += len(comma) + len(element)
+                    tail = (tail + comma + element[-64:])[-64:]
                     kept += 1
                     if pending > CHUNK:
-                        write(b"".join(out))
+                        write(bytes(out))
                         out.clear()
                         pending = 0
                 if position == seen - 1:
                     kept_seen, offset, mark = kept, size, tail
             flush_archive()  # the archive first: a crash from here on duplicates, never loses
-            out.append(b"\n]\n" if kept else b"[]\n")
-            write(b"".join(out))
+            out += b"\n]\n" if kept else b"[]\n"
+            write(bytes(out))
     finally:
         os.close(fd)
     if kept_seen == 0:

@@ -9,8 +9,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import msgspec
-
 from ipc import inbox_archive, inbox_file
 from ipc.boundary import os_errors
 from ipc.inbox_file import NotAnInbox
@@ -147,24 +145,24 @@ def archive_scanned(mailbox: Mailbox, entries: Sequence[Scanned], cursor: Cursor
     return None
 
 
-def mark_scanned(mailbox: Mailbox, entries: Sequence[Scanned]) -> list[InboxMessage]:
-    """Mark scanned entries read, in place, reading only their bytes, when each is still
-    where it was scanned; entries that moved are found by position and content."""
+def flip_in_place(mailbox: Mailbox, entries: Sequence[Scanned]) -> bool:
+    """Mark scanned entries read by flipping their flags in place, reading only their bytes;
+    False (nothing written) when one moved or its flag lies across a page boundary, where a
+    kill could tear the flip: then the caller's streaming pass flips them in a rewrite."""
     if not entries:
-        return []
-    marked = [msgspec.structs.replace(e.message, read=True) for e in entries]
+        return True
     with locked(mailbox.path, root=mailbox.paths.root):
         with os_errors(f"cannot open {mailbox.path}"):
             fd = os.open(mailbox.path, os.O_RDWR | os.O_CLOEXEC)
         try:
             flags = [_flag_offset(fd, e) for e in entries]
-            if all(f >= 0 and within_a_page(f, len(inbox_file.FLIP)) for f in flags):
-                for offset in flags:
-                    write_at(fd, mailbox.path, offset, inbox_file.FLIP)
-                return marked
+            if not all(f >= 0 and within_a_page(f, len(inbox_file.FLIP)) for f in flags):
+                return False
+            for offset in flags:
+                write_at(fd, mailbox.path, offset, inbox_file.FLIP)
+            return True
         finally:
             os.close(fd)
-    return mailbox.mark_positions([e.position for e in entries], [e.message for e in entries])
 
 
 # ------------------------------------------------------------ writing (under the lock)

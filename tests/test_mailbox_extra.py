@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ipc import Mailbox, inbox_archive, mailbox
-from ipc.inbox_scan import Cursor, archive_scanned, identity, mark_scanned, scan
+from ipc.inbox_scan import Cursor, archive_scanned, flip_in_place, identity, scan
 from ipc.schemas import InboxMessage
 
 
@@ -67,15 +67,15 @@ def test_scan_decodes_only_what_arrived_after_the_cursor(
     assert again == []
 
     # Taken in place: only that flag flips, the file stays whole and the cursor still holds.
-    (taken,) = mark_scanned(mb, new)
-    assert taken.read and taken.text == "new one"
+    assert flip_in_place(mb, new)
+    assert mb.read()[-1].read and mb.read()[-1].text == "new one"
     assert [m.text for m in mb.unread()][-1] == "report 499" and len(mb.unread()) == 500
     mb.append(sender="carol", text="after the flip")
     newer, cursor = scan(mb, cursor)
     assert [(e.position, e.message.text) for e in newer] == [(501, "after the flip")]
 
 
-def test_scan_after_a_rewrite_returns_only_what_came_after_and_mark_scanned_finds_moved_entries(
+def test_scan_after_a_rewrite_returns_only_what_came_after_and_a_moved_entry_is_not_flipped(
     root: Path, team: str
 ) -> None:
     mb = Mailbox(root, team, "team-lead")
@@ -94,9 +94,9 @@ def test_scan_after_a_rewrite_returns_only_what_came_after_and_mark_scanned_find
     # Found by its bytes alone (the id given is not its own): the peer's rewrite kept them.
     new, cursor = scan(mb, replace(cursor, offset=0, last="not its id", last_raw=entries[2].raw))
     assert [(e.position, e.message.text) for e in new] == [(2, "d")]
-    # The stale scan of "c" no longer sits at its offset: found again by content.
-    marked = mark_scanned(mb, [entries[2]])
-    assert [m.text for m in marked] == ["c"] and [m.text for m in mb.unread()] == ["b", "d"]
+    # The stale scan of "c" no longer sits at its offset: not flipped there (nothing written).
+    before = mb.path.read_bytes()
+    assert not flip_in_place(mb, [entries[2]]) and mb.path.read_bytes() == before
     # A file whose last looked-at entry is gone is new from its start.
     mb.path.with_name("tmp").write_text(json.dumps([kept[0]], indent=2))
     mb.path.with_name("tmp").replace(mb.path)
@@ -144,7 +144,7 @@ def test_archive_scanned_streams_read_messages_out_and_carries_the_cursor(
         mb.append(sender="bob", text=f"idle {n}" if n % 2 else f"report {n}")
     entries, cursor = scan(mb, Cursor())
     idle = [e for e in entries if e.message.text.startswith("idle")]
-    mark_scanned(mb, idle[:2])  # in place
+    assert flip_in_place(mb, idle[:2])
     assert mb.path.read_bytes().count(b'"read": true ') == 2
     mb.append(sender="carol", text="after the scan")
     carried = archive_scanned(mb, idle[2:], cursor)
@@ -309,3 +309,26 @@ def test_a_rewrite_leaves_room_so_appends_to_a_long_inbox_rewrite_it_seldom(
     carried = archive_scanned(mb, entries[:390], cursor)  # 390 reports read: out to the archive
     assert carried is not None and len(mb.read()) == 110 and len(mb.history()) == 500
     assert [m.text.split()[1] for m in mb.unread()[:11]] == ["390", *map(str, range(391, 400)), "0"]
+
+
+def test_a_flag_across_a_page_boundary_is_flipped_by_the_streaming_pass_not_in_place(
+    root: Path, team: str
+) -> None:
+    """A kill could tear a write across two pages: such a flag is left to the archive pass,
+    which rewrites the file a chunk at a time (the lead desk's path), not flipped in place."""
+    mb = Mailbox(root, team, "team-lead")
+    entry = {"from": "bob", "text": "", "timestamp": "2026-11-27T00:00:00.000Z", "read": False}
+    pad = 0
+    while True:  # the second entry's "false" starting two bytes before the page boundary
+        data = json.dumps([{**entry, "text": "x" * pad}, {**entry, "text": "idle"}], indent=2)
+        at = data.rindex("false")
+        if at >= 4094:
+            break
+        pad += 4094 - at
+    assert at == 4094
+    mb.path.write_text(data)
+    entries, cursor = scan(mb, Cursor())
+    assert not flip_in_place(mb, entries[1:]) and mb.path.read_text() == data
+    assert archive_scanned(mb, entries[1:], cursor) is not None
+    assert [m.text for m in mb.read()] == ["x" * pad]
+    assert sorted((m.text, m.read) for m in mb.history()) == [("idle", True), ("x" * pad, False)]
