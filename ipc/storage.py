@@ -1,7 +1,8 @@
 """Writing state files so that a kill at any instant leaves something readable.
 
 - :func:`atomic_write`: temp file in the same directory, fsync per the durability setting,
-  ``os.replace``, mode 0600. A reader sees the old file or the new one, never a torn one.
+  ``os.replace``, mode 0600. A reader sees the old file or the new one, never a torn one;
+  the temps of writers killed half-way go with a later write (:mod:`ipc.leftovers`).
 - :func:`append_line`: one ``write(2)`` with ``O_APPEND`` to a JSONL log.
 - :func:`write_at`: bytes written in place at an offset (the inbox's hot path; its callers
   detect and repair a torn tail, see :mod:`ipc.inbox_file`).
@@ -25,6 +26,7 @@ import msgspec
 
 from ipc.boundary import decode_errors, os_errors, reason
 from ipc.errors import StorageError
+from ipc.leftovers import remove_dead_temps, temp_path
 from ipc.osproc import alive
 from ipc.paths import DIR_MODE, FILE_MODE
 from ipc.settings import env
@@ -102,7 +104,8 @@ def atomic_write_from(path: Path) -> Iterator[Callable[[bytes], FileKey]]:
     piece by piece (caller holds the lock); if the block raises, ``path`` is left as it was.
     Each piece written returns the file's key as it then is."""
     ensure_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    remove_dead_temps(path)  # killed writers' temps would pile up, megabytes each
+    tmp = temp_path(path)
     mode = durability()
     with _becoming(tmp, path, "; the previous version is intact"):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)

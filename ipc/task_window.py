@@ -31,6 +31,7 @@ from pathlib import Path
 import msgspec
 
 from ipc.errors import CorruptFile
+from ipc.leftovers import remove_dead_temps, temp_path
 from ipc.schemas import Task
 from ipc.storage import file_key
 
@@ -200,7 +201,10 @@ class TaskWindow:
         if key is None:
             return  # nothing behind the prefix, or its last task deleted: no hint to give
         data = msgspec.json.encode(CompletedPrefix(self.through, self._swept_ns, key))
-        tmp = self.dir / f"{HINT}.{os.getpid()}.tmp"
+        # Unlocked, as it is advisory: a dead writer's temp that a new process with its pid
+        # is writing at the moment it is removed costs that process its hint, nothing more.
+        remove_dead_temps(self.dir / HINT)
+        tmp = temp_path(self.dir / HINT)
         try:  # not atomic_write: that would make the directory again after a team delete
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             try:

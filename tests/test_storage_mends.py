@@ -1,11 +1,13 @@
 """Small things about the files: a write that fails leaves no temporary behind (the one
 clean-up serves the temp-and-rename and the spare), spare task files of a killed process
-are removed by the next process that makes one, and a config this process wrote is read
-back from its cached copy (set_active's cheap look decodes nothing). Quick."""
+are removed by the next process that makes one, the temp of a writer killed mid-rewrite by
+the next writer of that file, and a config this process wrote is read back from its cached
+copy (set_active's cheap look decodes nothing). Quick."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +16,27 @@ import msgspec
 import pytest
 
 from ipc import config as config_module
-from ipc import storage
+from ipc import leftovers, storage, task_window
 from ipc.config import TeamConfigStore
 from ipc.errors import StorageError
+from ipc.mailbox import Mailbox
 from ipc.tasks import TaskList
+
+# A writer of the inbox at PATH, half-way through its rewrite (1 MiB in its temp) until a
+# line comes on stdin: with "lock" as the real writers do it, else holding no lock.
+HALF_WAY = """
+import contextlib, sys
+from pathlib import Path
+from ipc import storage
+from ipc.locks import locked
+path, root = Path(sys.argv[1]), Path(sys.argv[2])
+with locked(path, root=root) if sys.argv[3] == "lock" else contextlib.nullcontext():
+    with storage.atomic_write_from(path) as write:
+        write(b"[" + b" " * (1 << 20))
+        print("half-way", flush=True)
+        sys.stdin.readline()
+        write(b"]\\n")
+"""
 
 
 def spares(directory: Path) -> list[str]:
@@ -43,6 +62,71 @@ def test_spares_of_a_killed_process_go_and_a_live_ones_stay(tmp_path: Path) -> N
     tasks.create("second")
     assert dead not in spares(directory) and {live, ".spare.x.1"} <= set(spares(directory))
     assert [t.subject for t in tasks.list()] == ["first", "second"]
+
+
+def half_way(path: Path, root: Path, lock: bool) -> subprocess.Popen[str]:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HALF_WAY, str(path), str(root), "lock" if lock else "no"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None and writer.stdout.readline() == "half-way\n"
+    return writer
+
+
+def test_the_temp_of_a_writer_killed_mid_rewrite_goes_with_the_next_write(root: Path, team: str) -> None:
+    inbox = Mailbox(root, team, "alice").path
+    killed = half_way(inbox, root, lock=True)
+    # A pid that is alive: never ours to remove. (Started before the kill: as it starts its
+    # write, it would itself remove the temp of a writer already gone.)
+    live = half_way(inbox, root, lock=False)
+    working = inbox.with_name(f".alice.json.{live.pid}.tmp")
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    stale = inbox.with_name(f".alice.json.{killed.pid}.tmp")
+    assert stale.stat().st_size > 1 << 20 and not inbox.exists()
+    gone = dead_pid()
+    others = [  # not our temp name for this inbox: Claude Code's, agent-team-mail's, another file's
+        f"alice.json.tmp-{gone}",
+        "alice.tmp",
+        f".bob.json.{gone}.tmp",
+        f".alice.json.{gone}.tmp.x",
+        ".alice.json.x.tmp",
+    ]
+    for name in others:
+        (inbox.parent / name).write_bytes(b"theirs")
+    try:
+        later = "import sys; from ipc.mailbox import Mailbox; Mailbox(*sys.argv[1:]).append(sender='bob', text='after')"
+        done = subprocess.run(
+            [sys.executable, "-c", later, str(root), team, "alice"], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert not stale.exists(), "the killed writer's temp outlived the next write"
+        assert working.stat().st_size > 1 << 20, "a live writer's temp was touched"
+        assert all((inbox.parent / name).read_bytes() == b"theirs" for name in others)
+        assert [m.text for m in Mailbox(root, team, "alice").read()] == ["after"]
+    finally:
+        assert live.stdin is not None
+        live.communicate("go\n", timeout=30)
+    assert live.returncode == 0 and inbox.read_bytes() == b"[" + b" " * (1 << 20) + b"]\n"
+    assert not working.exists()
+
+
+def test_a_dead_writers_temp_of_the_completed_prefix_hint_goes_when_it_is_next_written(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = TaskList(root, team)
+    for task in tasks.create_many([(f"t{i}", "", None, None, []) for i in range(3)]):
+        tasks.update(task.id, status="completed")
+    hint = root / "tasks" / team / task_window.HINT
+    stale = hint.with_name(f".{hint.name}.{dead_pid()}.tmp")
+    stale.write_bytes(b"{")
+    leftovers._listed.clear()  # as a process that has not listed the directory yet
+    monkeypatch.setattr(task_window, "SWEEP_EVERY", 0.0)  # each look sweeps, and writes the hint
+    tasks.find_claimable()
+    tasks.find_claimable()
+    assert hint.exists() and not stale.exists()
 
 
 def test_a_failed_write_leaves_no_temporary_and_the_file_as_it_was(
