@@ -12,6 +12,10 @@ early on (a restart must not cost more as history piles up), and each cost withi
 it stood.
 
     python tests/reliability/soak.py --seconds 600 --json out.json --plot out.png   (make soak)
+
+It runs in a new temporary root (/tmp/agentteams-soak-*, or under $TMPDIR), removed when the run
+passes and kept, its path printed, when it fails. SIGTERM or SIGINT (Ctrl-C) brings the team down
+and ends the run with 128 + the signal's number, the root kept.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -37,8 +42,10 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ipc.mailbox import Mailbox  # noqa: E402
-from ipc.replies import TeamStatus
+from ipc.paths import remove_runtime_dirs  # noqa: E402
+from ipc.replies import TeamStatus  # noqa: E402
 from supervisor import Team  # noqa: E402
+from tests.reliability.stopping import STOP, Interrupted  # noqa: E402
 
 ID = re.compile(r"soak-(\d+)")
 
@@ -280,10 +287,11 @@ def run_soak(
     rng = random.Random(seed)
     root = root or Path(tempfile.mkdtemp(prefix="agentteams-soak-"))
     team = Team.create("soak", root=root, cwd=str(root))
-    team.up(restart="on-failure", intensity=10_000, period=60.0)
     result = SoakResult(seconds=seconds, teammates=teammates, warmup=min(300.0, seconds / 4))
     expected: Counter[tuple[str, int]] = Counter()  # (recipient, message id)
     try:
+        with STOP.held():
+            team.up(restart="on-failure", intensity=10_000, period=60.0)
         names = [team.spawn(f"w{i}", prompt="Soak: work the task list.") for i in range(teammates)]
         sup = psutil.Process(team.supervisor_pid() or 0)
         time.sleep(1.0)
@@ -331,7 +339,8 @@ def run_soak(
         result.supervisor_rss_mib = (result.supervisor_rss_mib[0], sup.memory_info().rss / 2**20)
         check(team, names, expected, result)
     finally:
-        team.down(grace=3)
+        with STOP.held():
+            team.down(grace=3)
     return result
 
 
@@ -382,14 +391,30 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--plot", type=Path, help="draw memory and cost over time here (PNG)")
     args = parser.parse_args()
-    result = run_soak(args.seconds, args.teammates, args.seed, sample_every=args.sample, out=args.json)
-    summary = {k: v for k, v in asdict(result).items() if k != "samples"}
-    print(json.dumps({**summary, "ok": result.ok, "flat": result.flat}, indent=1))
-    if args.json:
-        write_json(args.json, result, finished=True)
-    if args.plot:
-        plot(result, args.plot)
-    return 0 if result.ok and result.flat else 1
+    STOP.install()
+    root = Path(tempfile.mkdtemp(prefix="agentteams-soak-"))  # 100+ MB after a long run
+    passed = False
+    try:
+        result = run_soak(
+            args.seconds, args.teammates, args.seed, root=root, sample_every=args.sample, out=args.json
+        )
+        summary = {k: v for k, v in asdict(result).items() if k != "samples"}
+        print(json.dumps({**summary, "ok": result.ok, "flat": result.flat}, indent=1))
+        if args.json:
+            write_json(args.json, result, finished=True)
+        if args.plot:
+            plot(result, args.plot)
+        passed = result.ok and result.flat
+        return 0 if passed else 1
+    except Interrupted as stop:
+        print(f"soak: stopped by {stop}; the team is down", file=sys.stderr)
+        return 128 + stop.signum
+    finally:
+        if passed:
+            shutil.rmtree(root, ignore_errors=True)
+            remove_runtime_dirs(root)  # the team's logs and sockets
+        else:
+            print(f"soak: its root is kept for a look: {root}", file=sys.stderr)
 
 
 if __name__ == "__main__":
