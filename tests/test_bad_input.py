@@ -271,3 +271,11 @@ def test_push_and_restart_read_a_name_as_send_and_shutdown_do(team: Team) -> Non
             "only an exited or failed teammate can be restarted"
         )
         assert "has a control character" in tool(team, "push", {"name": "c\x01y", "text": "hi"})
+
+
+def test_push_reads_its_text_as_send_does(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    """'@FILE' was pushed as those letters, where send reads the file ('-': standard input)."""
+    said = refused(team, capsys, "push", "t", "ada", "@" + str(team.paths.root / "no-such-file"))
+    assert said.startswith("agentteams: error: cannot read the message from ") and said.endswith(
+        "no-such-file: No such file or directory"
+    )

@@ -22,6 +22,7 @@ from ipc.schemas import LEAD_NAME
 from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
+from supervisor.cli.send_commands import message_text
 from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
 from supervisor.client import busy, outsiders
 from supervisor.client import operations as ops
@@ -262,7 +263,8 @@ def cmd_shutdown(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    pushed = ops.push(open_team(args), io.Push(name=args.name, text=args.text))
+    text = message_text(args.text)  # as send reads it; a file that cannot be read, before the team
+    pushed = ops.push(open_team(args), io.Push(name=args.name, text=text))
     emit(args, pushed, f"pushed to {pushed.pushed}")
     return 0
 

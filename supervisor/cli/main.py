@@ -218,7 +218,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     push = cmd(sub, "push", "an in-memory message a running teammate takes before anything else")
     push.add_argument("team")
     push.add_argument("name")
-    push.add_argument("text")
+    push.add_argument("text", help="the text; '-' reads standard input, '@FILE' reads a file")
 
     shutdown = cmd(sub, "shutdown", "ask a teammate to shut down; it leaves the team")
     shutdown.add_argument("team")
