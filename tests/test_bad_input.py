@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp_types import TextContent
 
+from ipc.errors import NotFound
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import Door
@@ -279,3 +280,22 @@ def test_push_reads_its_text_as_send_does(team: Team, capsys: pytest.CaptureFixt
     assert said.startswith("agentteams: error: cannot read the message from ") and said.endswith(
         "no-such-file: No such file or directory"
     )
+
+
+def test_a_budget_for_a_name_that_is_no_member_is_refused(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was set (capping no one), and shown as though it were that name's."""
+    before = listing(team.paths.root)
+    members = "members: team-lead, ada, bob"
+    for args in (("--teammate", "nobody"), ("--teammate", "nobody", "--budget-tokens", "500")):
+        said = refused(team, capsys, "budget", "t", *args)
+        assert said == f"agentteams: error: 'nobody' is not a member of team 't'; {members}"
+    with pytest.raises(NotFound, match=members):
+        team.set_budget(500, teammate="nobody")
+    assert listing(team.paths.root) == before
+    assert (
+        main(["budget", "t", "--teammate", "ada", "--budget-tokens", "500", "--root", str(team.paths.root)])
+        == 0
+    )
+    assert "ada: 500 tokens, no dollar limit" in capsys.readouterr().out

@@ -301,7 +301,7 @@ def test_a_token_budget_stops_the_team_cleanly(root: Path, monkeypatch: pytest.M
 
 
 def test_bad_budgets_are_refused_in_one_line(root: Path) -> None:
-    Team.create("t", root=root, cwd=str(root))
+    Team.create("t", root=root, cwd=str(root)).store.add_member("ada", cwd=str(root))
     for args, fragment in (
         (("--budget-tokens", "0"), "a token budget must be a positive whole number"),
         (("--budget-usd", "-1"), "a dollar budget must be a positive number"),

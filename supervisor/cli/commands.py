@@ -160,7 +160,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     if not options.rename:
         team.store.check_new_member(options.name)
     if not taken:
-        set_budget_from(args, team, options.name)  # before its first request
+        set_budget_from(args, team, options.name, spawning=True)  # before its first request
     reply = ops.spawn_teammate(team, options)
     if reply.name != options.name:
         set_budget_from(args, team, reply.name)

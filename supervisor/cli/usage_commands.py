@@ -12,15 +12,19 @@ from supervisor.client import operations as ops
 from supervisor.client.team import Team
 
 
-def set_budget_from(args: argparse.Namespace, team: Team, teammate: str | None = None) -> None:
+def set_budget_from(
+    args: argparse.Namespace, team: Team, teammate: str | None = None, *, spawning: bool = False
+) -> None:
     if args.budget_tokens is not None or args.budget_usd is not None:
-        team.set_budget(args.budget_tokens, args.budget_usd, teammate)
+        team.set_budget(args.budget_tokens, args.budget_usd, teammate, spawning=spawning)
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
     team = open_team(args)
     if args.budget_tokens is not None or args.budget_usd is not None:
         team.set_budget(args.budget_tokens, args.budget_usd, args.teammate)
+    elif args.teammate is not None:  # shown for a name that is no member, it reads as that one's budget
+        team.store.require_member(args.teammate)
     budget = team.budget()
     limits = [("team", budget.team), *sorted(budget.agents.items())]
     emit(

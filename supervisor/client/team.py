@@ -144,14 +144,23 @@ class Team(TeamHandle):
         return read_budget(self.paths)
 
     def set_budget(
-        self, tokens: int | None = None, usd: float | None = None, teammate: str | None = None
+        self,
+        tokens: int | None = None,
+        usd: float | None = None,
+        teammate: str | None = None,
+        *,
+        spawning: bool = False,
     ) -> None:
         """Cap the team (or one teammate) in tokens and/or dollars; agents check before each
-        request, and stop taking turns at the limit."""
+        request, and stop taking turns at the limit. A ``teammate`` must be a member (NotFound
+        names the members: a misspelt name would cap no one), unless ``spawning``: the name
+        a teammate is about to be started under, capped before its first request."""
         limit = check_limit(tokens, usd)
+        self.store.read()
         if teammate is not None:
             teammate = normalise_agent_name(teammate)
-        self.store.read()
+            if not spawning:
+                self.store.require_member(teammate)
         set_budget(self.paths, teammate, limit)
 
     # ------------------------------------------------------------ requests
