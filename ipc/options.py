@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -42,7 +42,14 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A teammate as a caller asks for it."""
 
     name: str
-    prompt: str = ""
+    # No prompt is a teammate that starts idle: it takes tasks from the list and answers messages.
+    prompt: Annotated[
+        str,
+        msgspec.Meta(
+            description="its first message, from the lead; '' for none: it starts idle, takes tasks "
+            "from the list and answers messages"
+        ),
+    ] = ""
     model: str = "offline"
     agent_type: str = "general-purpose"
     plan_mode_required: bool = False
@@ -62,6 +69,11 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """These options with the name normalised; InvalidInput (nothing written) if any
         field is wrong. The agent type and cwd are checked by the supervisor, which knows
         the team's project directory."""
+        if self.prompt and not self.prompt.strip():  # it would be the first message, and say nothing
+            raise InvalidInput(
+                "a prompt of only blanks; give the teammate its goal, or no prompt ('') for one "
+                "that starts idle and takes tasks from the list"
+            )
         check_model(self.model)
         check_permission_mode(self.permission_mode)
         check_effort(self.effort)

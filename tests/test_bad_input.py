@@ -299,3 +299,21 @@ def test_a_budget_for_a_name_that_is_no_member_is_refused(
         == 0
     )
     assert "ada: 500 tokens, no dollar limit" in capsys.readouterr().out
+
+
+def test_a_prompt_of_only_blanks_is_refused_and_no_prompt_is_not(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A blank prompt became the teammate's first message: a message of blanks, which every
+    door refuses to send. No prompt at all is a teammate that starts idle, as the supervisor means."""
+    before = listing(team.paths.root)
+    line = (
+        "a prompt of only blanks; give the teammate its goal, or no prompt ('') for one "
+        "that starts idle and takes tasks from the list"
+    )
+    assert tool(team, "spawn_teammate", {"name": "dee", "prompt": " \n"}) == line
+    assert http(team, "POST", "/members", 400, json={"name": "dee", "prompt": "\t"}) == line
+    assert refused(team, capsys, "spawn", "t", "dee", "--prompt", " ") == "agentteams: error: " + line
+    # the team is down: what refuses no prompt is that, not the prompt
+    assert "not up" in tool(team, "spawn_teammate", {"name": "dee", "prompt": ""})
+    assert listing(team.paths.root) == before
