@@ -11,15 +11,17 @@ MCP session joined as one, or ``agentteams send --from``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import msgspec
 from msgspec import Meta, Struct
 
+from ipc.paths import TASK_ID, task_number
 from ipc.permission_updates import PermissionUpdate
 from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, Task
 
-TaskId = Annotated[str, Meta(pattern=r"^[0-9]{1,12}$", description="a task number, e.g. '7'")]
+TaskId = Annotated[str, Meta(pattern=f"^{TASK_ID.pattern}$", description="a task number, e.g. '7'")]
+Ids = TypeVar("Ids", bound="list[str] | None")
 TaskState = Literal["pending", "in_progress", "completed", "deleted"]
 # Claude Code's permission updates as a door takes them: JSON objects, each checked by
 # ipc.permission_updates.parse in the operation, so every door refuses a wrong one in the same words.
@@ -32,6 +34,15 @@ RawUpdates = Annotated[
         "addDirectories|removeDirectories, directories, destination}"
     ),
 ]
+
+
+def _numbers(ids: Ids) -> Ids:
+    """Task ids as their files are named ('01' is task #1). Every input that takes a task id
+    reads it through :func:`~ipc.paths.task_number` when it is made or decoded, so every door
+    (and every message it writes) has the one spelling."""
+    if not isinstance(ids, list):
+        return ids  # None, or not a list: the Struct's own check refuses it
+    return cast(Ids, [task_number(t) for t in ids])
 
 
 class NoInput(Struct, forbid_unknown_fields=True):
@@ -194,6 +205,9 @@ class TaskCreate(Struct, kw_only=True, forbid_unknown_fields=True):
         ),
     ] = None
 
+    def __post_init__(self) -> None:
+        self.blocked_by = _numbers(self.blocked_by)
+
 
 class TaskQuery(Struct, kw_only=True, forbid_unknown_fields=True):
     """List the team's tasks, by id."""
@@ -207,6 +221,9 @@ class TaskRef(Struct, kw_only=True, forbid_unknown_fields=True):
 
     id: TaskId
 
+    def __post_init__(self) -> None:
+        self.id = task_number(self.id)
+
 
 class TaskClaim(Struct, kw_only=True, forbid_unknown_fields=True):
     """Claim a task (the lowest claimable one when no id is given): it becomes yours and in progress."""
@@ -216,6 +233,9 @@ class TaskClaim(Struct, kw_only=True, forbid_unknown_fields=True):
     check_busy: Annotated[bool, Meta(description="refuse if the member already has a task in progress")] = (
         False
     )
+
+    def __post_init__(self) -> None:
+        self.id = None if self.id is None else task_number(self.id)
 
 
 class TaskUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -235,6 +255,13 @@ class TaskUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
     metadata: Annotated[
         dict[str, Any] | None, Meta(description="keys to set; a null value deletes the key")
     ] = None
+
+    def __post_init__(self) -> None:
+        self.id = task_number(self.id)
+        self.add_blocks = _numbers(self.add_blocks)
+        self.add_blocked_by = _numbers(self.add_blocked_by)
+        self.remove_blocks = _numbers(self.remove_blocks)
+        self.remove_blocked_by = _numbers(self.remove_blocked_by)
 
 
 class TaskList(Struct, kw_only=True):

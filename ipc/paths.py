@@ -23,6 +23,7 @@ MAX_RUNTIME_PATH = 80
 ROOT_FILE = "root"  # in a runtime directory: the state root and team it belongs to
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+TASK_ID = re.compile(r"[0-9]{1,12}")  # ASCII digits: str.isdigit() takes '١' for one
 
 
 def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
@@ -53,6 +54,13 @@ def _check_name(kind: str, raw: str, normalised: str) -> str:
             "start the name with a letter or digit"
         )
     return normalised
+
+
+def task_number(task_id: str) -> str:
+    """A task id as its file is named: the number, without leading zeros ('01' is task #1;
+    ids come from a counter, and neither Claude Code nor we write one with a zero in front).
+    Anything but one to twelve ASCII digits comes back as given, for the caller to refuse."""
+    return str(int(task_id)) if isinstance(task_id, str) and TASK_ID.fullmatch(task_id) else task_id
 
 
 def normalise_team_name(name: str) -> str:
@@ -163,7 +171,7 @@ class TeamPaths:
         return self.root / "tasks" / self.team
 
     def task(self, task_id: str) -> Path:
-        if not re.fullmatch(r"[0-9]{1,12}", task_id):
+        if not TASK_ID.fullmatch(task_id):
             raise InvalidInput(f"task id {task_id!r} is not a task number like '7'")
         return self.tasks_dir / f"{task_id}.json"
 

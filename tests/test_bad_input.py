@@ -317,3 +317,26 @@ def test_a_prompt_of_only_blanks_is_refused_and_no_prompt_is_not(
     # the team is down: what refuses no prompt is that, not the prompt
     assert "not up" in tool(team, "spawn_teammate", {"name": "dee", "prompt": ""})
     assert listing(team.paths.root) == before
+
+
+def test_a_task_id_with_leading_zeros_is_that_number_at_every_door(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'01' was another task to every door ("task #01 does not exist"), and a dependency on
+    '02' was refused although task 2 exists."""
+    team.tasks.create("second task", "")
+    root = team.paths.root
+    got = anyio.run(Door(team).call, "task_get", {"id": "01"})
+    assert not got.is_error and got.structured_content is not None
+    assert got.structured_content["id"] == "1"
+    assert request(root, "GET", "/api/v1/teams/t/tasks/001").json()["id"] == "1"
+    assert main(["task", "get", "t", "01", "--root", str(root)]) == 0
+    assert capsys.readouterr().out.startswith("#1 first task")
+    changed = anyio.run(Door(team).call, "task_update", {"id": "02", "add_blocked_by": ["01"]})
+    assert not changed.is_error, changed.content
+    assert team.tasks.get("2").blocked_by == ["1"] and team.tasks.get("1").blocks == ["2"]
+    made = request(root, "POST", "/api/v1/teams/t/tasks", json={"subject": "third", "blocked_by": ["0002"]})
+    assert made.status_code == 200 and made.json()["blockedBy"] == ["2"]
+    assert main(["task", "update", "t", "03", "--subject", "3rd", "--root", str(root)]) == 0
+    assert capsys.readouterr().out.strip() == "updated task #3"
+    assert "task #4 does not exist" in tool(team, "task_get", {"id": "004"})

@@ -86,8 +86,8 @@ def cmd_task(args: argparse.Namespace) -> int:
             changed = ops.task_update(team, update)
             emit(
                 args,
-                changed.task or {"deleted": args.id},
-                f"updated task #{args.id}" if changed.task else f"deleted task #{args.id}",
+                changed.task or {"deleted": update.id},
+                f"updated task #{update.id}" if changed.task else f"deleted task #{update.id}",
             )
         elif c == "list":
             rows = row_budget(args)
@@ -113,10 +113,10 @@ def cmd_task(args: argparse.Namespace) -> int:
         elif c == "claim":
             claim = io.TaskClaim(id=args.id, agent=args.agent, check_busy=args.check_busy)
             result = ops.task_claim(team, claim)
-            emit(args, result, f"{args.agent} claimed task #{args.id}")
+            emit(args, result, f"{args.agent} claimed task #{claim.id}")
         elif c == "delete":
-            ops.task_delete(team, io.TaskRef(id=args.id))
-            emit(args, {"deleted": args.id}, f"deleted task #{args.id}")
+            deleted = ops.task_delete(team, io.TaskRef(id=args.id)).deleted
+            emit(args, {"deleted": deleted}, f"deleted task #{deleted}")
     finally:
         team.close()
     return 0

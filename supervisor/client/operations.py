@@ -10,7 +10,6 @@ team's lead side unless a door knows better (an MCP session joined as a member, 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.input_words import checked
 from ipc.messaging import clean_recipient
 from ipc.options import TeammateOptions
-from ipc.paths import normalise_agent_name
+from ipc.paths import TASK_ID, normalise_agent_name, task_number
 from ipc.permission_updates import as_object, parse_all
 from ipc.readable import event_of
 from ipc.replies import SpawnReply, StopReply, SubagentResult
@@ -88,9 +87,9 @@ def _has_text(text: str, what: str) -> None:
 
 
 def task_id(value: str) -> str:
-    if not re.fullmatch(r"[0-9]{1,12}", value):  # not isdigit(): '١' is a digit to it
+    if not TASK_ID.fullmatch(value):
         raise InvalidInput(f"task id {value!r} is not a task number like '7'")
-    return value
+    return task_number(value)
 
 
 # ---------------------------------------------------------------- the team
