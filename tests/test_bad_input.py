@@ -142,6 +142,22 @@ def test_http_answers_what_it_has_no_route_for_in_json(team: Team) -> None:
     assert listing(team.paths.root) == before
 
 
+def test_http_serves_a_path_with_a_trailing_slash_as_the_route_without_it(team: Team) -> None:
+    """'/tasks/' was a 307 redirect: no JSON, not followed by curl, a POST's body lost."""
+    root = team.paths.root
+    listed = request(root, "GET", "/api/v1/teams/t/tasks/")
+    assert listed.status_code == 200, listed.text
+    assert listed.json() == request(root, "GET", "/api/v1/teams/t/tasks").json()
+    sent = request(
+        root, "POST", "/api/v1/teams/t/messages/", json={"to": "ada", "text": "hi", "summary": "s"}
+    )
+    assert sent.status_code == 200 and [m.text for m in team.inbox("ada").read()] == ["hi"]
+    changed = request(root, "PATCH", "/api/v1/teams/t/tasks/1//", json={"subject": "renamed"})
+    assert changed.status_code == 200 and team.tasks.get("1").subject == "renamed"
+    # a slash sent as '%2F' is a part of a name, not a trailing slash
+    assert "no route GET /api/v1/teams/t/inboxes/ada/" in http(team, "GET", "/inboxes/ada%2F", 404)
+
+
 # ---------------------------------------------------------------- the operations themselves
 
 

@@ -15,11 +15,12 @@ from typing import Any
 import anyio
 import msgspec
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ipc import operations as io
 from ipc.config import scan_teams
@@ -115,6 +116,26 @@ async def no_route(request: Request, exc: Exception) -> Response:
         return json_response(routes.ErrorBody(error=message, kind="MethodNotAllowed"), 405)
     message = f"no route {request.method} {path}; {routes.PREFIX}/openapi.json lists them"
     return json_response(routes.ErrorBody(error=message, kind="NoRoute"), status)
+
+
+class SlashLess:
+    """An API path with a trailing slash is the route without it (``…/tasks/`` is ``…/tasks``),
+    as many REST servers take it (Express, Rails). Starlette's own answer is a redirect: not
+    JSON, not followed by curl, and for a POST followed only by clients that send the body
+    again."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        raw: bytes = scope.get("raw_path") or path.encode()
+        if scope["type"] == "http" and path.startswith(routes.PREFIX + "/"):
+            # A slash the client wrote as one (not '%2F', a part of a name) is taken off.
+            while path.endswith("/") and raw.endswith(b"/"):
+                path, raw = path[:-1], raw[:-1]
+            scope = {**scope, "path": path, "raw_path": raw}
+        await self.app(scope, receive, send)
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -214,6 +235,7 @@ def web_app(
                 await anyio.to_thread.run_sync(handles.close)
 
     handlers = {404: no_route, 405: no_route}
-    return Guard(
-        Starlette(routes=table, lifespan=lifespan, exception_handlers=handlers), token, allowed_hosts
-    )
+    middleware = [Middleware(SlashLess)]
+    app = Starlette(routes=table, lifespan=lifespan, exception_handlers=handlers, middleware=middleware)
+    app.router.redirect_slashes = False  # SlashLess has taken a trailing slash off; '%2F' is a name's
+    return Guard(app, token, allowed_hosts)
