@@ -131,6 +131,7 @@ def request(root: Path, method: str, path: str, **kwargs: Any) -> httpx2.Respons
                 transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1"
             ) as client,
         ):
-            return await client.request(method, path, headers={"Authorization": "Bearer k"}, **kwargs)
+            headers = {"Authorization": "Bearer k", **kwargs.pop("headers", {})}
+            return await client.request(method, path, headers=headers, **kwargs)
 
     return anyio.run(go)

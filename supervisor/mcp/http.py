@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ipc.errors import InvalidInput
 from ipc.launch import DEFAULT_FALLBACK_POLL
+from supervisor.client.body_limit import MAX_BODY_BYTES, BodyLimit
 from supervisor.client.handle import Root, TeamHandle
 from supervisor.mcp.member import Membership
 from supervisor.mcp.server import build
@@ -137,7 +138,11 @@ def http_app(
     # Host checks are the Guard's; the SDK's own (for loopback names) would refuse a mount
     # under another host name that the caller allowed.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    inner = server.streamable_http_app(streamable_http_path=path, transport_security=security)
+    # The SDK's own limit (4 MiB, answered in plain text) is below the largest legal request of
+    # a client that escapes what is not ASCII: BodyLimit, in front, holds the HTTP doors' one limit.
+    inner = server.streamable_http_app(
+        streamable_http_path=path, transport_security=security, max_request_body_size=MAX_BODY_BYTES
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -152,7 +157,7 @@ def http_app(
                     await door.run_sync(membership.close)
                 await door.run_sync(handle.close)
 
-    app = Guard(Sessions(inner, door, membership), token, allowed_hosts)
+    app = Guard(BodyLimit(Sessions(inner, door, membership)), token, allowed_hosts)
     return Starlette(routes=[Mount("", app=app)], lifespan=lifespan)
 
 

@@ -27,6 +27,7 @@ from ipc.config import scan_teams
 from ipc.errors import AgentTeamsError, InvalidInput
 from ipc.paths import normalise_team_name
 from ipc.schemas import LEAD_NAME
+from supervisor.client.body_limit import BodyLimit
 from supervisor.client.handle import Root, TeamHandle
 from supervisor.client.operations import Operation
 from supervisor.web import openapi, routes
@@ -235,7 +236,8 @@ def web_app(
                 await anyio.to_thread.run_sync(handles.close)
 
     handlers = {404: no_route, 405: no_route}
-    middleware = [Middleware(SlashLess)]
+    # Inside the guard: a body is read only for a request that has the token.
+    middleware = [Middleware(BodyLimit), Middleware(SlashLess)]
     app = Starlette(routes=table, lifespan=lifespan, exception_handlers=handlers, middleware=middleware)
     app.router.redirect_slashes = False  # SlashLess has taken a trailing slash off; '%2F' is a name's
     return Guard(app, token, allowed_hosts)
