@@ -19,7 +19,7 @@ from ipc.errors import NotFound
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import Door
-from tests.runtime_helpers import cli
+from tests.runtime_helpers import cli, wait_for
 from tests.web_helpers import request
 
 Listing = dict[str, tuple[int, int]]
@@ -296,6 +296,17 @@ def test_push_reads_its_text_as_send_does(team: Team, capsys: pytest.CaptureFixt
     assert said.startswith("agentteams: error: cannot read the message from ") and said.endswith(
         "no-such-file: No such file or directory"
     )
+    note = team.paths.root / "note.txt"
+    note.write_text("pushed from a file")
+    with running(team):
+        cli(team.paths.root, "push", "t", "cy", "@" + str(note))
+        cli(team.paths.root, "push", "t", "cy", "-", stdin="pushed from standard input")
+
+        def taken() -> bool:
+            said = cli(team.paths.root, "transcript", "t", "cy").stdout
+            return "user text: pushed from a file" in said and "user text: pushed from standard input" in said
+
+        assert wait_for(taken, timeout=30)
 
 
 def test_a_budget_for_a_name_that_is_no_member_is_refused(
