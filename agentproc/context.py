@@ -70,6 +70,7 @@ class AgentContext:
         self._control: ControlClient | None = None
         self.team_deleted = False  # the lead deleted its team: nothing left to lead
         self.team_ours = False  # the lead may delete its team: it was made for this run
+        self.keep_reason = ""  # why it may not, when whoever started the lead said
         self.gate = Gate(
             self.paths, self.name, self.mailbox, self.messenger
         )  # every entry taken is verified before it is acted on

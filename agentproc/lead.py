@@ -140,6 +140,7 @@ class LeadLoop(AgentRunner):
         )
         self.channel, self.launch = channel, launch
         self.ctx.team_ours = launch.owns_team
+        self.ctx.keep_reason = launch.keep_reason
         self.typed: deque[str] = deque([launch.prompt] if launch.prompt else [])
         self.events_read = read_jsonl_after(self.ctx.paths.events, TeammateTerminated, 0)[1]  # the past
         self.events_pending: list[TeammateTerminated] = []  # seen while checking for work

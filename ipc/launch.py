@@ -137,6 +137,7 @@ class LeadLaunch(msgspec.Struct, kw_only=True, frozen=True):
     interactive: bool = False  # a person types to it (``agentteams chat``)
     verbose: bool = False  # show what arrives and what the lead says (chat always does)
     owns_team: bool = False  # the team was made for this run: TeamDelete may remove it
+    keep_reason: str = ""  # why it is not (said when TeamDelete is refused); "": not known here
 
     FLAGS: ClassVar[tuple[str, ...]] = (
         "result_file",
@@ -145,6 +146,7 @@ class LeadLaunch(msgspec.Struct, kw_only=True, frozen=True):
         "interactive",
         "verbose",
         "owns_team",
+        "keep_reason",
     )
 
     def to_argv(self) -> list[str]:

@@ -6,8 +6,10 @@ need (CSRF), the API's description, and the events stream."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -357,27 +359,61 @@ def test_binding_beyond_this_machine_is_said_loudly(demo: Path) -> None:
     assert "warning: serving on 0.0.0.0, not only this machine" in err
 
 
-def test_the_demo_serves_its_dashboard_and_leaves_the_team_for_it(root: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "supervisor.cli",
-            "demo",
-            "--serve",
-            "--port",
-            "0",
-            "--json",
-            "--root",
-            str(root),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=TOP,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "dashboard: http://127.0.0.1:" in result.stderr and "?token=" in result.stderr
-    assert json.loads(result.stdout)["tasks_completed"] == 20
-    tasks = Team.open("demo", root=root).tasks.list()
-    assert len(tasks) == 20 and all(t.status == "completed" for t in tasks)
+def test_the_demo_from_a_script_serves_its_dashboard_until_a_signal(root: Path, tmp_path: Path) -> None:
+    """Without a terminal (stdin not a tty) the dashboard stopped the moment the run ended,
+    and the lead's summary said the team had existed before it started: it keeps serving
+    until SIGTERM, says so on stderr, and the summary says why the team stays."""
+    said = tmp_path / "demo.err"
+    with said.open("w") as err:
+        demo = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "supervisor.cli",
+                "demo",
+                "--serve",
+                "--port",
+                "0",
+                "--json",
+                "--root",
+                str(root),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            cwd=TOP,
+        )
+    try:
+        assert demo.stdout is not None
+        summary = json.loads(demo.stdout.readline())  # the run is over
+        assert summary["tasks_completed"] == 20
+        assert summary["answer"].endswith(
+            "The team stays: team 'demo' is not this lead's to delete (the demo made it and keeps it for "
+            "the dashboard); it stays as it is, with its members and tasks"
+        )
+        deadline = time.monotonic() + 30
+        while "stops the dashboard" not in said.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        err_text = said.read_text()
+        assert "no terminal to press Enter in: the demo starts now" in err_text
+        assert (
+            f"the team stays for the page; SIGTERM or SIGINT (kill {demo.pid}) stops the dashboard"
+            in err_text
+        )
+        found = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/\?token=\S+)#team=demo", err_text)
+        assert found is not None, err_text
+        time.sleep(1)  # the run ended a while ago: the page is still served
+        assert (
+            demo.poll() is None and httpx2.get(found[1], timeout=10, follow_redirects=True).status_code == 200
+        )
+        tasks = Team.open("demo", root=root).tasks.list()
+        assert len(tasks) == 20 and all(t.status == "completed" for t in tasks)
+        demo.terminate()
+        assert demo.wait(30) == 0  # stopped as asked, the run's own outcome
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get(found[1], timeout=10)
+    finally:
+        if demo.poll() is None:
+            demo.terminate()
+            demo.wait(30)

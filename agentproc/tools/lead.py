@@ -30,9 +30,10 @@ def _team_create(ctx: AgentContext, args: TeamCreateInput) -> str:
 
 def _team_delete(ctx: AgentContext, args: TeamDeleteInput) -> str:
     if not ctx.team_ours:
+        why = ctx.keep_reason or "it existed before the lead started, or the lead was told to keep it"
         raise ToolFailure(
-            f"team {ctx.team!r} is not this lead's to delete (it existed before the lead started, or the "
-            "lead was told to keep it); it stays as it is, with its members and tasks"
+            f"team {ctx.team!r} is not this lead's to delete ({why}); it stays as it is, with its members "
+            "and tasks"
         )
     unfinished = [t for t in ctx.tasks.list(include_internal=False) if t.status != "completed"]
     if unfinished:

@@ -158,6 +158,7 @@ def run_demo(
         interactive=False,
         verbose=False,
         owns_team=on_up is None,
+        keep_reason="the demo made it and keeps it for the dashboard",
     )
     seen_pids.add(lead.pid)
     started = time.monotonic()

@@ -8,7 +8,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -35,20 +34,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise InvalidInput("use --teammates 1..16 and --tasks 4..200")
     root = resolve_root(args.root)
     with contextlib.ExitStack() as stack:
-        on_up = stack.enter_context(_dashboard(root, args.port)) if args.serve else None
+        dashboard = stack.enter_context(_dashboard(root, args.port)) if args.serve else None
         if not args.serve and not args.json:
             print(
                 f"watch it in a browser: 'agentteams demo --serve', or 'agentteams serve --root {root}' beside it"
             )
         summary = run_demo(
-            root, teammates=args.teammates, tasks=args.tasks, as_json=args.json, wake=args.wake, on_up=on_up
+            root,
+            teammates=args.teammates,
+            tasks=args.tasks,
+            as_json=args.json,
+            wake=args.wake,
+            on_up=dashboard.on_up if dashboard else None,
         )
-        if args.serve and sys.stdin.isatty() and not args.json:
-            print("the team stays for the page; Ctrl-C stops the dashboard")
-            with contextlib.suppress(KeyboardInterrupt):
-                signal.pause()
-    if args.json:
-        print(json.dumps(summary, default=str))
+        if args.json:  # before the dashboard's wait: a script reads it as the run ends
+            print(json.dumps(summary, default=str), flush=True)
+        if dashboard is not None:
+            dashboard.stay()
     ok = (
         summary["lead"]["stopped_by"] == "done"
         and summary["tasks_completed"] == summary["tasks_total"]
@@ -57,10 +59,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+class _Dashboard:
+    """``agentteams serve`` beside the demo, for a person to watch the run and how it ended."""
+
+    def __init__(self, server: subprocess.Popen[str]) -> None:
+        self.server = server
+
+    def on_up(self) -> None:
+        """The team is up: wait for a person to open the page, when there is one at a terminal."""
+        if sys.stdin.isatty():
+            input("open it, then press Enter to start the demo ")
+        else:
+            print("no terminal to press Enter in: the demo starts now", file=sys.stderr, flush=True)
+
+    def stay(self) -> None:
+        """Serve until told to stop, with or without a terminal: the page of how the run ended
+        is what --serve is for, and a script that started it stops it with a signal."""
+        how = "Ctrl-C" if sys.stdin.isatty() else f"SIGTERM or SIGINT (kill {os.getpid()})"
+        with contextlib.suppress(KeyboardInterrupt):
+            print(f"the team stays for the page; {how} stops the dashboard", file=sys.stderr, flush=True)
+            code = self.server.wait()
+            print(f"agentteams: the dashboard stopped (exit {code})", file=sys.stderr)
+
+
 @contextlib.contextmanager
-def _dashboard(root: Path, port: int) -> Iterator[Callable[[], None]]:
-    """``agentteams serve`` beside the demo; what to call once the team is up (wait for a
-    person to open the page, when there is one at a terminal). Stopped at the end."""
+def _dashboard(root: Path, port: int) -> Iterator[_Dashboard]:
+    """The dashboard, serving once this is entered; stopped at the end."""
     server = subprocess.Popen(
         [sys.executable, "-m", "supervisor.cli", "serve", "--root", str(root), "--port", str(port), "--json"],
         stdout=subprocess.PIPE,
@@ -73,12 +97,7 @@ def _dashboard(root: Path, port: int) -> Iterator[Callable[[], None]]:
             raise InvalidInput(f"the dashboard did not start (port {port} taken? try --port 0)")
         url = json.loads(line)["url"]
         print(f"dashboard: {url}#team=demo", file=sys.stderr)
-
-        def on_up() -> None:
-            if sys.stdin.isatty():
-                input("open it, then press Enter to start the demo ")
-
-        yield on_up
+        yield _Dashboard(server)
     finally:
         server.terminate()
         try:

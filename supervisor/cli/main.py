@@ -67,7 +67,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument(
         "--serve",
         action="store_true",
-        help="also serve the dashboard: open its URL, then the demo starts; the team stays for the page",
+        help="also serve the dashboard: open its URL, then the demo starts (at once without a terminal); "
+        "the team stays for the page until Ctrl-C or SIGTERM",
     )
     demo.add_argument("--port", type=int, default=8765, help="the dashboard's port with --serve")
 

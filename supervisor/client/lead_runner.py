@@ -88,6 +88,7 @@ class LeadRun:
         interactive: bool,
         verbose: bool,
         owns_team: bool = False,
+        keep_reason: str = "",
         permission_mode: str = "",
         fork_subagents: bool = False,
         effort: str = "",
@@ -125,6 +126,7 @@ class LeadRun:
             interactive=interactive,
             verbose=verbose,
             owns_team=owns_team,
+            keep_reason=keep_reason,
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentproc.lead", *launch.to_argv()],
