@@ -212,7 +212,9 @@ def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
         assert json.loads(cli(root, "engine", "status", "--json").stdout)["pid"] == started["pid"]
         assert "already runs" in cli(root, "engine", "start", "--detach", "--port", port, ok=False).stderr
         url = f"nats://127.0.0.1:{port}"
-        cli(root, "team", "create", "far", "--engine", url)
+        # It said "created team far in ROOT", as if it were a team of files.
+        created = cli(root, "team", "create", "far", "--engine", url).stdout
+        assert created == f"created team far in the engine at {url} (this root, {root}, remembers it)\n"
         assert (root / "teams" / "far" / marker.MARKER).exists()
         cli(root, "task", "create", "far", "remembered")  # no --engine: the root remembers
         listed = json.loads(cli(root, "task", "list", "far", "--json").stdout)
@@ -233,7 +235,8 @@ def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     with running_engine(tmp_path / "engine", user="ann", password="s3cret") as engine:
-        cli(root, "team", "create", "locked", "--engine", engine.url)
+        created = cli(root, "team", "create", "locked", "--engine", engine.url).stdout
+        assert f"in the engine at nats://127.0.0.1:{engine.port} " in created and "s3cret" not in created
         wrong = engine.url.replace("s3cret", "nope")
         err = cli(root, "task", "list", "locked2", "--engine", wrong, ok=False).stderr
         assert "refused the credentials" in err and "s3cret" not in err and "nope" not in err

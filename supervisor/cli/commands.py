@@ -41,13 +41,15 @@ def _renamed(name: str, normalised: str, kind: str) -> str:
 
 def cmd_team(args: argparse.Namespace) -> int:
     if args.team_command == "create":
-        config = Team.create(args.name, root=args.root, description=args.description).config()
-        emit(
-            args,
-            config,
-            f"created team {config.name} in {resolve_root(args.root)}"
-            + _renamed(args.name, config.name, "team"),
+        team = Team.create(args.name, root=args.root, description=args.description)
+        config = team.config()
+        engine = team.state.engine
+        where = (
+            f"in the engine at {engine.shown} (this root, {resolve_root(args.root)}, remembers it)"
+            if engine is not None
+            else f"in {resolve_root(args.root)}"
         )
+        emit(args, config, f"created team {config.name} {where}" + _renamed(args.name, config.name, "team"))
     elif args.team_command == "delete":
         team = open_team(args, args.name)
         team.delete(force=args.force)
