@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -212,6 +213,7 @@ def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
         assert json.loads(cli(root, "engine", "status", "--json").stdout)["pid"] == started["pid"]
         assert "already runs" in cli(root, "engine", "start", "--detach", "--port", port, ok=False).stderr
         url = f"nats://127.0.0.1:{port}"
+        assert f"listening on {url}, data in" in cli(root, "engine", "status").stdout
         # It said "created team far in ROOT", as if it were a team of files.
         created = cli(root, "team", "create", "far", "--engine", url).stdout
         assert created == f"created team far in the engine at {url} (this root, {root}, remembers it)\n"
@@ -241,6 +243,26 @@ def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
         err = cli(root, "task", "list", "locked2", "--engine", wrong, ok=False).stderr
         assert "refused the credentials" in err and "s3cret" not in err and "nope" not in err
         engine_team.close_all()
+
+
+def test_an_engine_on_every_interface_says_so_and_the_url_to_use_here(tmp_path: Path) -> None:
+    """``--listen 0.0.0.0`` reported nats://127.0.0.1:PORT alone, as if only this machine could
+    connect."""
+    root = tmp_path / "root"
+    root.mkdir()
+    port = Engine(tmp_path).port
+    args = ("--listen", "0.0.0.0", "--port", str(port), "--user", "ann", "--password", "s3cret")
+    started = cli(root, "engine", "start", "--detach", *args).stdout
+    try:
+        said = (
+            f"listening on 0.0.0.0 port {port} (every interface: other hosts use "
+            f"nats://{socket.gethostname()}:{port}); clients on this machine use nats://127.0.0.1:{port} "
+            "(with USER:PASSWORD@ in the URL)"
+        )
+        assert said in started and "s3cret" not in started
+        assert said in cli(root, "engine", "status").stdout
+    finally:
+        cli(root, "engine", "stop")
 
 
 def test_a_refused_foreground_start_prints_no_banner(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ lives on (:mod:`supervisor.client.engine_server`)."""
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import Callable
 
 from supervisor.cli.output import emit
@@ -34,10 +35,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
         def announce(record: engine_server.EngineServer) -> None:  # once every check passed
             if not args.json:
-                print(
-                    f"engine on nats://{record.listen}:{record.port}, data in {data} (Ctrl-C stops it)",
-                    flush=True,
-                )
+                print(f"engine {where(record)}, data in {data} (Ctrl-C stops it)", flush=True)
 
         server = engine_server.start(
             data,
@@ -49,7 +47,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
             detach=args.detach,
             announce=announce,
         )
-        emit(args, server, f"engine started (pid {server.pid}) at {server.url}, data in {server.data}")
+        emit(args, server, f"engine started (pid {server.pid}), {where(server)}, data in {server.data}")
     elif args.engine_command == "stop":
         server = engine_server.stop(data)
         emit(args, server, f"engine stopped (pid {server.pid}); its data stays in {server.data}")
@@ -58,8 +56,20 @@ def cmd_engine(args: argparse.Namespace) -> int:
         if running is None:
             emit(args, {"running": False, "data": str(data)}, f"no engine runs from {data}")
             return 3
-        emit(args, running, f"engine running (pid {running.pid}) at {running.url}, data in {running.data}")
+        emit(args, running, f"engine running (pid {running.pid}), {where(running)}, data in {running.data}")
     return 0
+
+
+def where(server: engine_server.EngineServer) -> str:
+    """What it listens on and the URL a client on this machine gives: a wildcard address is
+    no address to connect to."""
+    login = " (with USER:PASSWORD@ in the URL)" if server.auth else ""
+    if server.listen in engine_server.WILDCARDS:
+        return (
+            f"listening on {server.listen or '*'} port {server.port} (every interface: other hosts use "
+            f"nats://{socket.gethostname()}:{server.port}); clients on this machine use {server.url}{login}"
+        )
+    return f"listening on {server.url}{login}"
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"engine": cmd_engine}

@@ -27,6 +27,7 @@ from ipc.storage import atomic_write, ensure_dir, read_bytes
 DEFAULT_PORT = 4222
 RECORD = "agentteams-engine.json"
 START_TIMEOUT = 15.0
+WILDCARDS = ("0.0.0.0", "::", "")  # every interface
 
 
 class EngineServer(msgspec.Struct, kw_only=True):
@@ -39,8 +40,9 @@ class EngineServer(msgspec.Struct, kw_only=True):
 
     @property
     def url(self) -> str:
-        host = "127.0.0.1" if self.listen in ("0.0.0.0", "::", "") else self.listen
-        return f"nats://{host}:{self.port}"
+        """Where a client on this machine connects (a wildcard address is no address to connect to)."""
+        host = "127.0.0.1" if self.listen in WILDCARDS else self.listen
+        return f"nats://[{host}]:{self.port}" if ":" in host else f"nats://{host}:{self.port}"
 
 
 def server_binary() -> Path:
