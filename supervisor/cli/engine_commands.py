@@ -7,6 +7,7 @@ import argparse
 import socket
 from collections.abc import Callable
 
+from supervisor.cli import exits
 from supervisor.cli.output import emit
 from supervisor.client import engine_server
 
@@ -55,7 +56,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         running = engine_server.status(data)
         if running is None:
             emit(args, {"running": False, "data": str(data)}, f"no engine runs from {data}")
-            return 3
+            return exits.ERROR  # a script's `engine status || engine start`; 3 is a failed task
         emit(args, running, f"engine running (pid {running.pid}), {where(running)}, data in {running.data}")
     return 0
 
