@@ -49,6 +49,11 @@ def clean_recipient(recipient: str) -> str:
     return name if _PLAIN.fullmatch(name) else normalise_agent_name(name)
 
 
+def _needs_summary(summary: str) -> None:
+    if not summary:
+        raise InvalidInput("a message needs a summary (a few words shown in previews)")
+
+
 class Messenger:
     """Sends into one team's inboxes; reusable and cheap to call again."""
 
@@ -130,21 +135,23 @@ class Messenger:
     def send_message(
         self, sender: str, recipient: str, content: str, summary: str, color: str | None = None
     ) -> dict[str, Any]:
-        """A direct message; returns Claude Code's SendMessage response."""
-        if not summary:
-            raise InvalidInput("a message needs a summary (a few words shown in previews)")
+        """A direct message; returns Claude Code's SendMessage response. The recipient is
+        checked before the summary: a message to no one is the bigger mistake, and the
+        refusal names the members."""
         if is_address(recipient):
             if self.sessions is None:
                 raise InvalidInput(
                     f"{recipient} is a Claude Code session; {sender} can answer one only when the team "
                     "is up with --claude-peers"
                 )
+            _needs_summary(summary)
             return self.sessions.send(sender, recipient, content, summary)
         name = clean_recipient(recipient)
         config = self.config()
         target = config.member(name) or self.store.require_member(name)  # the second raises, naming them
         if name == sender:
             raise InvalidInput(f"{sender} cannot send a message to itself; pick another member")
+        _needs_summary(summary)
         self._deliver(
             sender,
             name,

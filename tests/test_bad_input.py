@@ -367,3 +367,16 @@ def test_a_task_id_with_leading_zeros_is_that_number_at_every_door(
     assert main(["task", "update", "t", "03", "--subject", "3rd", "--root", str(root)]) == 0
     assert capsys.readouterr().out.strip() == "updated task #3"
     assert "task #4 does not exist" in tool(team, "task_get", {"id": "004"})
+
+
+def test_a_message_to_no_member_names_the_members_before_asking_for_a_summary(team: Team) -> None:
+    """The summary was checked first: a message without one to a name no one has was told
+    to add a summary, and only once it had one that no one has the name."""
+    before = listing(team.paths.root)
+    named = "'nobody' is not a member of team 't'; members: team-lead, ada, bob"
+    assert tool(team, "send_message", {"to": "nobody", "text": "hi"}) == named
+    assert http(team, "POST", "/messages", 404, json={"to": "nobody", "text": "hi"}) == named
+    assert tool(team, "send_message", {"to": "ada", "text": "hi"}) == (
+        "a message needs a summary (a few words shown in previews)"
+    )
+    assert listing(team.paths.root) == before
