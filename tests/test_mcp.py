@@ -396,3 +396,33 @@ def test_bound_beyond_this_machine_it_answers_this_machines_names_and_says_so(tm
         proc.terminate()
         _, err = proc.communicate(timeout=15)
     assert "warning: serving on 0.0.0.0, not only this machine" in err
+
+
+def test_a_port_alone_serves_on_this_machine_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    """'--http 8765' and '--http :8765' were refused for want of a host, though the README
+    says 127.0.0.1 unless told otherwise."""
+    Team.create("t", root=tmp_path)
+    for given in ("0", ":0"):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(tmp_path)]
+            + ["--http", given, "--json", "--token", "tok"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=TOP,
+        )
+        try:
+            assert proc.stdout is not None
+            url = json.loads(proc.stdout.readline())["url"]
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
+            assert httpx2.post(url, headers={"Authorization": "Bearer tok"}).status_code != 421
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=15)
+        assert "warning" not in err, err  # this machine only
+    for bad in ("127.0.0.1", "host:", "99999", "x:8765x"):
+        err = cli(tmp_path, "mcp", "t", "--http", bad, ok=False).stderr
+        assert err == (
+            "agentteams: error: --http wants [HOST:]PORT with a port of 0-65535, e.g. 127.0.0.1:8765 "
+            f"or 8765; got {bad!r}\n"
+        )

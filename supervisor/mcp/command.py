@@ -1,4 +1,4 @@
-"""``agentteams mcp TEAM [--as NAME] [--http HOST:PORT] [--print-config FORMAT]``. Light to
+"""``agentteams mcp TEAM [--as NAME] [--http [HOST:]PORT] [--print-config FORMAT]``. Light to
 import (`agentteams --help` builds every command's parser): the SDK is loaded only when the door runs."""
 
 from __future__ import annotations
@@ -22,7 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--as", dest="as_member", default=None, metavar="NAME", help="join the team as this member"
     )
-    parser.add_argument("--http", default=None, metavar="HOST:PORT", help="streamable HTTP instead of stdio")
+    parser.add_argument(
+        "--http",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="streamable HTTP instead of stdio (a port alone: 127.0.0.1, this machine only)",
+    )
     parser.add_argument(
         "--token", default=None, help="the HTTP token (default: $AGENTTEAMS_MCP_TOKEN or a new one)"
     )

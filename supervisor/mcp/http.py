@@ -162,11 +162,14 @@ def http_app(
 
 
 def listen(address: str) -> socket.socket:
-    """A listening socket on ``HOST:PORT`` (port 0: any free one)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise InvalidInput(f"--http wants HOST:PORT, e.g. 127.0.0.1:8765; got {address!r}")
-    host = host.strip("[]")
+    """A listening socket on ``HOST:PORT`` (port 0: any free one); ``PORT`` or ``:PORT``
+    alone is 127.0.0.1, this machine only, as ``serve`` binds when no host is given."""
+    host, _, port = address.strip().rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isascii() or not port.isdigit() or int(port) > 65535:
+        raise InvalidInput(
+            f"--http wants [HOST:]PORT with a port of 0-65535, e.g. 127.0.0.1:8765 or 8765; got {address!r}"
+        )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
     # without it each small response waits for a delayed ACK (40 ms).
