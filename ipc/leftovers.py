@@ -4,7 +4,8 @@ A rewrite goes through ``.{name}.{pid}.tmp`` beside its target (:func:`temp_path
 over the target when whole. A writer SIGKILLed between making that file and renaming it
 leaves it there, as big as the part it wrote (a pile of unread reports: megabytes), and
 nothing else would ever remove it. So the next writer of the same target, holding the
-target's lock, removes the temps of that target whose pid is gone (:func:`remove_dead_temps`).
+target's lock, removes the temps of that target whose pid is gone (:func:`remove_dead_temps`),
+in a team's directories only.
 
 Only our own name for that same target is touched: Claude Code 2.1.330 writes
 ``{name}.tmp-{pid}``, agent-team-mail ``{stem}.tmp`` (tests/test_peer_writers.py), and a
@@ -40,6 +41,8 @@ def remove_dead_temps(path: Path) -> None:
     directory can hold thousands of task files): a temp left since the last listing waits
     for the next. Each one found is checked again before it is removed: its pid may have
     been given to a new writer since."""
+    if not _in_team_state(path):
+        return
     directory = path.parent
     now = time.monotonic()
     listed = _listed.get(directory)
@@ -51,6 +54,14 @@ def remove_dead_temps(path: Path) -> None:
         if not alive(pid):
             with contextlib.suppress(OSError):  # gone already: another writer removed it
                 os.unlink(directory / name)
+
+
+def _in_team_state(path: Path) -> bool:
+    """A team's file (``teams/{team}/…``, ``teams/{team}/inboxes/…``, ``tasks/{team}/…``): the
+    same writer also writes the user's own files (Claude Code's settings, ``~/.claude.json``),
+    whose directories are not ours to clean, whatever the names in them."""
+    team_dir = path.parent.parent if path.parent.name == "inboxes" else path.parent
+    return team_dir.parent.name in ("teams", "tasks")
 
 
 def _dead_temps(directory: Path) -> dict[str, list[tuple[str, int]]]:

@@ -129,6 +129,18 @@ def test_a_dead_writers_temp_of_the_completed_prefix_hint_goes_when_it_is_next_w
     assert hint.exists() and not stale.exists()
 
 
+def test_a_dead_writers_temp_outside_a_teams_directories_is_left_alone(tmp_path: Path) -> None:
+    """The same writer writes the user's own files (Claude Code's settings): their
+    directories are not ours to clean, whatever the names in them."""
+    settings = tmp_path / ".claude" / "settings.json"
+    stale = settings.with_name(f".settings.json.{dead_pid()}.tmp")
+    settings.parent.mkdir()
+    stale.write_bytes(b"someone's")
+    leftovers._listed.clear()
+    storage.atomic_write(settings, b"{}")
+    assert stale.read_bytes() == b"someone's" and settings.read_bytes() == b"{}"
+
+
 def test_a_failed_write_leaves_no_temporary_and_the_file_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
