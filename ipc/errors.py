@@ -77,3 +77,8 @@ class TransportError(AgentTeamsError):
 class Timeout(AgentTeamsError, TimeoutError):
     """Something did not happen in the time allowed. Also a builtin ``TimeoutError``, so
     callers that catch that keep working."""
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """What every door says of a bug of ours (not bad input): one line, the traceback logged."""
+    return " ".join(f"internal error: {type(exc).__name__}: {exc} (please report this)".split())

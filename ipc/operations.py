@@ -171,7 +171,7 @@ class Events(Struct, kw_only=True):
 class MessageQuery(Struct, kw_only=True, forbid_unknown_fields=True):
     """The team's messages: every inbox, merged, oldest first."""
 
-    limit: Annotated[int, Meta(ge=0, le=10000, description="the latest this many; 0 for all")] = 200
+    limit: Annotated[int, Meta(ge=0, description="the latest this many; 0 for all")] = 200
 
 
 class TeamMessage(Struct, kw_only=True):
@@ -286,7 +286,7 @@ class ShutdownTeammate(Struct, kw_only=True, forbid_unknown_fields=True):
 
     name: str
     force: bool = False
-    grace: Annotated[float, Meta(gt=0, le=3600, description="seconds it has before a forced stop")] = 10.0
+    grace: Annotated[float, Meta(gt=0, le=86400, description="seconds it has before a forced stop")] = 10.0
     reason: str = ""
 
 
@@ -357,7 +357,7 @@ class ReadTranscript(Struct, kw_only=True, forbid_unknown_fields=True):
     """An agent's conversation as its transcript keeps it: turns, tool calls and results."""
 
     name: Annotated[str, Meta(description="the agent (the lead: 'team-lead')")]
-    limit: Annotated[int, Meta(ge=0, le=10000, description="the last this many entries; 0 for all")] = 200
+    limit: Annotated[int, Meta(ge=0, description="the last this many entries; 0 for all")] = 200
 
 
 class TranscriptPart(Struct, kw_only=True, omit_defaults=True):

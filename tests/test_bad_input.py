@@ -84,8 +84,8 @@ def test_the_command_line_is_held_to_the_constraints_of_the_input_struct(
         assert (
             err.startswith("agentteams: error: shutdown_teammate: grace is ") and "expected a number" in err
         )
-    assert "grace is 5000: expected a number <= 3600.0" in tool(
-        team, "shutdown_teammate", {"name": "ada", "grace": 5000}
+    assert "grace is 100000: expected a number <= 86400.0" in tool(
+        team, "shutdown_teammate", {"name": "ada", "grace": 100000}
     )
     assert listing(team.paths.root) == before
 
@@ -125,6 +125,10 @@ def test_http_refuses_a_field_the_path_already_gives(team: Team) -> None:
     assert listing(team.paths.root) == before
     same = request(team.paths.root, "PATCH", "/api/v1/teams/t/tasks/2", json={"id": "2", "subject": "2nd"})
     assert same.status_code == 200 and same.json()["task"]["subject"] == "2nd"
+    # The same value spelled as the operation also reads it: task '02' is #2, '@ada' is ada.
+    same = request(team.paths.root, "PATCH", "/api/v1/teams/t/tasks/2", json={"id": "02", "subject": "2"})
+    assert same.status_code == 200 and same.json()["task"]["subject"] == "2"
+    assert request(team.paths.root, "GET", "/api/v1/teams/t/inboxes/ada?name=%40ada").status_code == 200
 
 
 def test_http_answers_what_it_has_no_route_for_in_json(team: Team) -> None:
@@ -247,12 +251,24 @@ def test_a_name_with_a_control_character_is_refused_not_made_another_name(
     assert listing(team.paths.root) == before
 
 
+def test_a_stray_team_folder_with_a_control_character_is_a_problem_line_in_ps(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Names with control characters are refused: one such folder made ps refuse every team."""
+    stray = team.paths.root / "teams" / "a\x01b"
+    stray.mkdir()
+    (stray / "config.json").write_bytes((team.paths.root / "teams" / "t" / "config.json").read_bytes())
+    assert main(["ps", "--root", str(team.paths.root)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("t: not up") and "team name 'a\\x01b' has a control character" in err
+
+
 def test_down_refuses_a_grace_that_is_no_number_of_seconds(
     team: Team, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for grace in ("nan", "-5", "inf"):
         err = refused(team, capsys, "down", "t", "--grace", grace)
-        assert err == f"agentteams: error: a grace of {float(grace):g} seconds; give 0 to 3600"
+        assert err == f"agentteams: error: a grace of {float(grace):g} seconds; give 0 to 86400 (a day)"
 
 
 @contextlib.contextmanager

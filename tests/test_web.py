@@ -326,6 +326,11 @@ def test_a_teams_mcp_endpoint_is_mounted_behind_the_same_lock(demo: Path) -> Non
     with serving(demo, "--mcp", "demo") as server:
         anyio.run(_mcp, server)
         assert httpx2.post(f"{server.base}/mcp", json={}).status_code == 401
+        # The API's own answers still, with MCP mounted beside it at the root.
+        missing = httpx2.get(f"{server.base}/api/v1/teams/demo/nowhere", headers=server.auth)
+        assert (missing.status_code, missing.json()["kind"]) == (404, "NoRoute")
+        wrong = httpx2.delete(f"{server.base}/api/v1/teams/demo/messages", headers=server.auth)
+        assert (wrong.status_code, wrong.json()["kind"]) == (405, "MethodNotAllowed")
         foreign = httpx2.post(f"{server.base}/mcp", json={}, headers={**server.auth, "Host": "evil.example"})
         assert foreign.status_code == 421
     assert [t.subject for t in Team.open("demo", root=demo).tasks.list()] == ["first", "over /mcp"]

@@ -15,7 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.errors import AgentTeamsError, InvalidInput, internal_error_line
 from ipc.launch import SupervisorOptions
 from ipc.model_specs import EFFORTS
 from ipc.options import PERMISSION_MODES
@@ -362,9 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_broken_pipe()
         return 0
     except Exception as exc:  # never a traceback to a user
-        print(
-            f"agentteams: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr
-        )
+        print(f"agentteams: {internal_error_line(exc)}", file=sys.stderr)
         return exits.INTERNAL
 
 

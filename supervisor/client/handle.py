@@ -122,8 +122,8 @@ class TeamHandle:
     def down(self, grace: float = 5.0, timeout: float = 30.0) -> None:
         """Stop every teammate (protocol first, then signals) and the supervisor. Members
         stay in the team: ``up`` brings them back."""
-        if not 0 <= grace <= 3600:  # NaN too: the supervisor would be handed it as a deadline
-            raise InvalidInput(f"a grace of {grace:g} seconds; give 0 to 3600")
+        if not 0 <= grace <= 86400:  # NaN too: the supervisor would be handed it as a deadline
+            raise InvalidInput(f"a grace of {grace:g} seconds; give 0 to 86400 (a day)")
         pid = launcher.supervisor_pid(self.paths)
         if pid is None:
             self.close()

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from ipc.config import scan_teams
 from ipc.engine import marker as engine_marker
-from ipc.errors import AgentTeamsError, NotFound
+from ipc.errors import AgentTeamsError, InvalidInput, NotFound
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
 from ipc.process_tree import MateTree as MateTree
@@ -327,7 +327,12 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         or not claude_made(configs_by_name[n])
         or launcher.supervisor_pid(TeamPaths(root, n)) is not None
     ]
-    teams = [TeamHandle(n, root) for n in names]
+    teams: list[TeamHandle] = []
+    for n in names:
+        try:
+            teams.append(TeamHandle(n, root))
+        except InvalidInput as exc:  # a stray folder whose name no team has: named, not fatal
+            problems.append(f"{teams_dir}: {exc.message}")
     statuses = {t.name: _status(t) for t in teams}
     kids = process_table()
     prime([p for s in statuses.values() if s for p in _pids(s, kids, shown(s, rows))])

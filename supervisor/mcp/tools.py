@@ -27,7 +27,7 @@ import msgspec
 
 from ipc import operations as io
 from ipc import trace
-from ipc.errors import AgentTeamsError
+from ipc.errors import AgentTeamsError, internal_error_line
 from ipc.input_words import convert
 from ipc.readable import event_of
 from ipc.schemas import LEAD_NAME, InboxMessage, Task
@@ -200,9 +200,7 @@ class Door:
             return error(exc.message)
         except Exception as exc:  # a bug of ours: one line for the client, the traceback in our log
             log.exception("tool %s failed", name)
-            return error(
-                " ".join(f"internal error: {type(exc).__name__}: {exc} (please report this)".split())
-            )
+            return error(internal_error_line(exc))
         # When tracing, when the operation returned (CLOCK_MONOTONIC, one clock for every
         # process): the benchmarks split the time between the team's path and the transport.
         meta = {TRACE_KEY: time.monotonic_ns()} if trace.enabled() else None

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
@@ -24,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ipc import operations as io
 from ipc.config import scan_teams
-from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.errors import AgentTeamsError, InvalidInput, internal_error_line
 from ipc.paths import normalise_team_name
 from ipc.schemas import LEAD_NAME
 from supervisor.client.body_limit import BodyLimit
@@ -92,8 +93,7 @@ def error_response(error: AgentTeamsError) -> Response:
 
 
 def internal_error(exc: Exception) -> Response:
-    said = f"internal error: {type(exc).__name__}: {exc} (please report this)"
-    return json_response(routes.ErrorBody(error=" ".join(said.split()), kind="InternalError"), 500)
+    return json_response(routes.ErrorBody(error=internal_error_line(exc), kind="InternalError"), 500)
 
 
 async def no_route(request: Request, exc: Exception) -> Response:
@@ -117,6 +117,16 @@ async def no_route(request: Request, exc: Exception) -> Response:
         return json_response(routes.ErrorBody(error=message, kind="MethodNotAllowed"), 405)
     message = f"no route {request.method} {path}; {routes.PREFIX}/openapi.json lists them"
     return json_response(routes.ErrorBody(error=message, kind="NoRoute"), status)
+
+
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+async def api_miss(request: Request) -> Response:
+    """An API path with no route, or a route's path with a method it does not take."""
+    routed = request.app.router.routes
+    partial = any(isinstance(r, Route) and r.matches(request.scope)[0] == Match.PARTIAL for r in routed)
+    return await no_route(request, HTTPException(405 if partial else 404))
 
 
 class SlashLess:
@@ -214,6 +224,8 @@ def web_app(
         Route(routes.TEAM + "/events", events, methods=["GET"]),
     ]
     table += [Route(r.full_path, _endpoint(r, handles), methods=[r.method]) for r in routes.ROUTES]
+    # Any other API path, before a mount at "" (MCP) that would take it and answer in plain text.
+    table.append(Route(routes.PREFIX + "/{rest:path}", api_miss, methods=list(ANY_METHOD)))
     mcp: Starlette | None = None
     if mcp_team is not None:
         from supervisor.mcp.http import http_app

@@ -27,6 +27,7 @@ from ipc.errors import (
     UnsafeRuntimeDir,
 )
 from ipc.input_words import convert
+from ipc.paths import task_number
 from supervisor.client.operations import TABLE, Operation
 
 PREFIX = "/api/v1"
@@ -141,8 +142,13 @@ def arguments(route: Route, given: dict[str, Any], path: dict[str, str], *, from
 
 
 def _text(value: Any) -> str:
-    """A value as a query string spells it: ``False`` and ``'false'`` are the same answer."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    """A value as a query string spells it, in the form the operation reads it: ``False``
+    and ``'false'``, task ``'05'`` and ``'5'``, member ``'@ada'`` and ``'ada'`` are the same."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return task_number(value.removeprefix("@"))
+    return str(value)
 
 
 def query_arguments(route: Route, query: list[tuple[str, str]]) -> dict[str, Any]:
