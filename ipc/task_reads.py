@@ -34,7 +34,9 @@ class TaskReads:
     def _task_path(self, task_id: str) -> Path:
         path = self._paths.get(task_id)
         if path is None:
-            path = self._paths[task_id] = self.paths.task(task_id)
+            path = self.paths.task(task_id)
+            if not self.window.behind(task_id):  # the window forgets it as it passes; behind, nothing would
+                self._paths[task_id] = path
         return path
 
     def _read(self, task_id: str) -> Task:

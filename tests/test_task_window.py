@@ -54,6 +54,8 @@ def test_hot_paths_read_only_past_the_completed_prefix(
     assert tl.find_claimable() == open_task
     assert tl.window.through == 300
     assert set(tl._cache) <= {open_task.id}  # completed history is not held in memory
+    assert [tl.get(str(n)).status for n in (1, 150, 300)] == ["completed"] * 3
+    assert set(tl._cache) | set(tl._paths) <= {open_task.id}  # nor its paths, once read again
 
     reads = _counting_reads(tl, monkeypatch)
     assert tl.claim_next("alice") is not None
