@@ -332,9 +332,11 @@ def test_an_http_session_that_ends_leaves_and_the_next_one_joins_again(
 
     anyio.run(session, look)
     # Without the token, or for another host, nothing is served.
-    assert httpx2.post(info["url"], json={}).status_code == 401
+    refused = httpx2.post(info["url"], json={})
+    assert (refused.status_code, refused.json()["kind"]) == (401, "Unauthorized")  # as the web door's
     headers = {"Authorization": f"Bearer {info['token']}", "Host": "attacker.example:80"}
-    assert httpx2.post(info["url"], json={}, headers=headers).status_code == 421
+    refused = httpx2.post(info["url"], json={}, headers=headers)
+    assert (refused.status_code, refused.json()["kind"]) == (421, "ForeignHost")
 
 
 def test_up_settles_a_member_whose_server_was_killed_while_no_supervisor_ran(tmp_path: Path) -> None:

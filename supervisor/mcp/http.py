@@ -58,13 +58,15 @@ class Guard:
             host = _header(headers, b"host")
             if self.hosts is not None and host not in self.hosts:
                 allowed = ", ".join(self.hosts)
-                reply = JSONResponse({"error": f"host {host!r} is not served here; use {allowed}"}, 421)
+                said = f"host {host!r} is not served here; use {allowed}"
+                reply = JSONResponse({"error": said, "kind": "ForeignHost"}, 421)  # as the web door says it
                 return await reply(scope, receive, send)
             given = _header(headers, b"authorization") or ""
             if self.token is not None and not hmac.compare_digest(
                 given.encode(), f"Bearer {self.token}".encode()
             ):
-                reply = JSONResponse({"error": "a token is required: 'Authorization: Bearer TOKEN'"}, 401)
+                said = "a token is required: 'Authorization: Bearer TOKEN'"
+                reply = JSONResponse({"error": said, "kind": "Unauthorized"}, 401)
                 return await reply(scope, receive, send)
         await self.app(scope, receive, send)
 
