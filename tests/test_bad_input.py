@@ -325,6 +325,18 @@ def test_push_reads_its_text_as_send_does(team: Team, capsys: pytest.CaptureFixt
         assert wait_for(taken, timeout=30)
 
 
+def test_spawn_reads_its_prompt_as_lead_does(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    before = listing(team.paths.root)
+    said = refused(team, capsys, "spawn", "t", "dee", "--prompt", "@" + str(team.paths.root / "no-such-file"))
+    assert said.startswith("agentteams: error: cannot read the message from ")
+    assert listing(team.paths.root) == before
+    goal = team.paths.root / "goal.txt"
+    goal.write_text("a goal from a file")
+    with running(team):
+        cli(team.paths.root, "spawn", "t", "dee", "--prompt", "@" + str(goal))
+        assert team.store.require_member("dee").prompt == "a goal from a file"
+
+
 def test_a_budget_for_a_name_that_is_no_member_is_refused(
     team: Team, capsys: pytest.CaptureFixture[str]
 ) -> None:

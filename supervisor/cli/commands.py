@@ -139,10 +139,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
+    prompt = message_text(args.prompt)  # as lead and send read theirs: '-' and '@FILE'
     team = Team(args.team, root=args.root)
     options = TeammateOptions(
         name=args.name,
-        prompt=args.prompt,
+        prompt=prompt,
         model=args.model or ("claude-code" if args.backend == "claude-code" else "offline"),
         agent_type=args.agent_type,
         plan_mode_required=args.plan_mode_required,

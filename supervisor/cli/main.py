@@ -149,7 +149,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     spawn = cmd(sub, "spawn", "start a teammate")
     spawn.add_argument("team")
     spawn.add_argument("name")
-    spawn.add_argument("--prompt", required=True)
+    spawn.add_argument(
+        "--prompt", required=True, help="its goal ('-' reads it from stdin, '@FILE' from a file)"
+    )
     spawn.add_argument(
         "--model",
         default=None,
