@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ipc.engine import team as engine_team  # noqa: E402
 from tests.engine_helpers import Engine, two_hosts  # noqa: E402
+from tests.reliability.stopping import STOP, Interrupted  # noqa: E402
 
 
 @dataclass
@@ -119,8 +120,13 @@ def main() -> int:
     parser.add_argument("--restart-every", type=float, default=30)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="agentteams-soak-hosts-") as tmp:
-        result = soak(args.seconds, args.per_host, args.restart_every, Path(tmp))
+    STOP.install()  # SIGTERM, Ctrl-C: both hosts' teams and the nats-server go down, the directory goes
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentteams-soak-hosts-") as tmp:
+            result = soak(args.seconds, args.per_host, args.restart_every, Path(tmp))
+    except Interrupted as stop:
+        print(f"soak-hosts: stopped by {stop}; both hosts and the engine are down", file=sys.stderr)
+        return 128 + stop.signum
     report = asdict(result)
     print(json.dumps(report, indent=1))
     if args.json:

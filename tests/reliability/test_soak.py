@@ -87,3 +87,42 @@ def test_a_soak_stopped_by_a_signal_brings_its_team_down_and_keeps_its_root(
     assert soak.returncode == 128 + sig, err
     assert f"stopped by {sig.name}; the team is down" in err and f"kept for a look: {root}" in err
     assert root.is_dir()
+
+
+@pytest.mark.heavy
+def test_the_two_host_soak_stopped_by_sigterm_leaves_no_host_nor_engine(tmp_path: Path) -> None:
+    soak = subprocess.Popen(
+        [sys.executable, str(SOAK.with_name("soak_hosts.py")), "--seconds", "60", "--per-host", "1"],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def ours() -> list[int]:  # both supervisors, their teammates and the nats-server, by their paths
+        return [
+            p.pid
+            for p in psutil.process_iter(["cmdline", "environ"])
+            if p.pid != soak.pid
+            and (
+                str(tmp_path) in " ".join(p.info["cmdline"] or [])
+                or str(tmp_path) in (p.info["environ"] or {}).get("AGENTTEAMS_ROOT", "")
+            )
+        ]
+
+    try:
+        deadline = time.monotonic() + 90
+        while len(ours()) < 3 and time.monotonic() < deadline:  # the engine and two supervisors, at least
+            time.sleep(0.5)
+        time.sleep(3)  # into the traffic
+        started = ours()
+        assert len(started) >= 3, "the two-host soak did not start"
+        soak.send_signal(signal.SIGTERM)
+        _, err = soak.communicate(timeout=60)
+    finally:
+        if soak.poll() is None:
+            soak.kill()
+    assert [pid for pid in started if alive(pid)] == [] and ours() == [], "a host or the engine outlived it"
+    assert soak.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM; both hosts and the engine are down" in err
+    assert list(tmp_path.glob("agentteams-soak-hosts-*")) == []
