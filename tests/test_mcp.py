@@ -368,18 +368,23 @@ def test_up_settles_a_member_whose_server_was_killed_while_no_supervisor_ran(tmp
         team.down()
 
 
-def test_bound_beyond_this_machine_it_answers_this_machines_names_and_says_so(tmp_path: Path) -> None:
-    # Bound to 0.0.0.0 it refused every request with 421: the only Host it allowed was
-    # '0.0.0.0:PORT', which no client sends.
-    Team.create("t", root=tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(tmp_path)]
-        + ["--http", "0.0.0.0:0", "--json", "--token", "tok"],
+def _serving_http(root: Path, address: str) -> subprocess.Popen[str]:
+    """``mcp t --http ADDRESS`` with the token 'tok'; its first line (JSON) names the URL."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(root)]
+        + ["--http", address, "--json", "--token", "tok"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=TOP,
     )
+
+
+def test_bound_beyond_this_machine_it_answers_this_machines_names_and_says_so(tmp_path: Path) -> None:
+    # Bound to 0.0.0.0 it refused every request with 421: the only Host it allowed was
+    # '0.0.0.0:PORT', which no client sends.
+    Team.create("t", root=tmp_path)
+    proc = _serving_http(tmp_path, "0.0.0.0:0")
     try:
         assert proc.stdout is not None
         port = json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].split("/")[0]
@@ -405,14 +410,7 @@ def test_a_port_alone_serves_on_this_machine_and_a_bad_one_is_one_line(tmp_path:
     says 127.0.0.1 unless told otherwise."""
     Team.create("t", root=tmp_path)
     for given in ("0", ":0"):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(tmp_path)]
-            + ["--http", given, "--json", "--token", "tok"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=TOP,
-        )
+        proc = _serving_http(tmp_path, given)
         try:
             assert proc.stdout is not None
             url = json.loads(proc.stdout.readline())["url"]
