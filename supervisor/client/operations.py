@@ -81,6 +81,11 @@ def _member_or_lead(team: TeamHandle, name: str) -> str:
     return name
 
 
+def _member_name(name: str) -> str:
+    """A member's name as every operation reads it: '@ada' is ada."""
+    return normalise_agent_name(clean_recipient(name))
+
+
 def _has_text(text: str, what: str) -> None:
     if not text.strip():  # a blank message still wakes its reader, for nothing
         raise InvalidInput(f"{what} needs text; give what to say")
@@ -293,7 +298,7 @@ def shutdown_teammate(team: TeamHandle, args: io.ShutdownTeammate, actor: str) -
     team.require_up_for(team.member_host(args.name))
     request = control.Shutdown(
         id=control.new_id(),
-        name=normalise_agent_name(clean_recipient(args.name)),
+        name=_member_name(args.name),
         force=args.force,
         grace=args.grace,
     )
@@ -318,7 +323,7 @@ def diff(team: TeamHandle, args: io.MemberRef, actor: str) -> worktrees.Worktree
 @operation("restart_teammate", io.MemberRef, SpawnReply, writes=True, lead_only=True)
 def restart_teammate(team: TeamHandle, args: io.MemberRef, actor: str) -> SpawnReply:
     """Start a member that failed or exited again."""
-    name = normalise_agent_name(clean_recipient(args.name))  # as shutdown reads it: '@ada' is ada
+    name = _member_name(args.name)  # as shutdown reads it: '@ada' is ada
     team.require_up_for(team.member_host(name))
     reply: SpawnReply = team.call(control.Restart(id=control.new_id(), name=name), timeout=30)
     return reply
@@ -354,7 +359,7 @@ def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
     """An in-memory message to a running teammate: the first thing its loop takes next
     (nothing on disk: a message that must survive a restart goes to its inbox)."""
     _has_text(args.text, "a push")
-    name = normalise_agent_name(clean_recipient(args.name))
+    name = _member_name(args.name)
     team.require_up_for(team.member_host(name))
     team.call(control.Push(id=control.new_id(), name=name, text=args.text), timeout=10)
     return io.Pushed(pushed=name)
@@ -417,7 +422,7 @@ def read_transcript(team: TeamHandle, args: io.ReadTranscript, actor: str) -> io
     """An agent's conversation, the last entries of its transcript: its turns, the tools it
     called with their input, and what they returned (a long result cut, the file keeps it)."""
     team.store.read()  # NotFound for a team that does not exist
-    path = team.paths.transcript(normalise_agent_name(clean_recipient(args.name)))
+    path = team.paths.transcript(_member_name(args.name))
     if not path.exists():
         _member_or_lead(team, args.name)  # NotFound for a name that is no member
         raise NotFound(f"{args.name} has no transcript yet in team {team.name!r}: it has not taken a turn")
