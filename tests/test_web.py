@@ -266,8 +266,10 @@ async def _live(server: Server, team: Team, outside: Path) -> None:
                 base + "/tasks", json={"subject": "outside", "metadata": {"command": f"echo x > {target}"}}
             )
         ).json()
-        await events.until("task", lambda d: made["id"] in d["ids"])
-        request = await events.until("message", lambda d: d["event"]["kind"] == "permission_request")
+        _, request = await events.until_each(
+            ("task", lambda d: made["id"] in d["ids"]),
+            ("message", lambda d: d["event"]["kind"] == "permission_request"),
+        )
         assert request["event"]["text"].startswith("[permission request] dev asks to run Bash")
         pending = (await api.get(base + "/requests")).json()["requests"]
         assert [r["request_id"] for r in pending] == [request["event"]["request_id"]]
@@ -275,12 +277,14 @@ async def _live(server: Server, team: Team, outside: Path) -> None:
             base + f"/requests/{request['event']['request_id']}", json={"approve": True}
         )
         assert answered.status_code == 200, answered.text
-        await events.until("task", lambda d: made["id"] in d["ids"])
+        await events.until_each(
+            ("task", lambda d: made["id"] in d["ids"]),
+            ("transcript", lambda d: "dev" in d["names"]),
+        )
         await anyio.to_thread.run_sync(
             lambda: team.wait_until(lambda t: t.tasks.get(made["id"]).status == "completed", timeout=30)
         )
         assert target.read_text() == "x\n"
-        await events.until("transcript", lambda d: "dev" in d["names"])
         said = (await api.get(base + "/transcripts/dev", params={"limit": 0})).json()["entries"]
         calls = [p for e in said for p in e["parts"] if p["type"] == "tool_use" and p["name"] == "Bash"]
         assert calls and calls[-1]["input"]["command"] == f"echo x > {target}"

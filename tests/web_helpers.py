@@ -101,6 +101,22 @@ class Events:
                 if got == name and matches(data):
                     return data
 
+    async def until_each(self, *wanted: tuple[str, Callable[[Any], bool]], timeout: float = 30) -> list[Any]:
+        """One event for each (name, matches), in whatever order they come: two watchers
+        (tasks, inboxes) need not report causally ordered changes in that order."""
+        found: list[Any] = [None] * len(wanted)
+        missing = set(range(len(wanted)))
+        with anyio.fail_after(timeout):
+            while missing:
+                got, data = await self.next()
+                for i in sorted(missing):
+                    name, matches = wanted[i]
+                    if got == name and matches(data):
+                        found[i] = data
+                        missing.discard(i)
+                        break
+        return found
+
 
 @contextlib.asynccontextmanager
 async def event_stream(server: Server, team: str) -> AsyncIterator[Events]:
