@@ -23,6 +23,7 @@ from ipc.errors import InvalidInput
 from ipc.model_specs import check_effort, check_model
 from ipc.options import Backend, check_permission_mode, runs_claude_code
 from ipc.paths import TeamPaths
+from ipc.schemas import struct_fields
 
 WakeMode = Literal["zmq", "poll"]
 RestartMode = Literal["never", "on-failure"]
@@ -273,13 +274,13 @@ def _env_fields(cls: type[msgspec.Struct]) -> tuple[str, ...]:
 
 
 def _fields(cls: type[msgspec.Struct], names: tuple[str, ...]) -> dict[str, msgspec.structs.FieldInfo]:
-    return {f.name: f for f in msgspec.structs.fields(cls) if f.name in names}
+    return {f.name: f for f in struct_fields(cls) if f.name in names}
 
 
 def _to_argv(obj: msgspec.Struct, names: tuple[str, ...], always: bool = False) -> list[str]:
     """``names`` as flags: a false boolean, and an optional field that is empty or None,
     left out (unless ``always``: then ``--no-NAME`` for a false boolean)."""
-    required = {f.name for f in msgspec.structs.fields(obj) if f.required}
+    required = {f.name for f in struct_fields(type(obj)) if f.required}
     argv: list[str] = []
     for name in names:
         value = getattr(obj, name)

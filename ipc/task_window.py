@@ -75,6 +75,7 @@ class TaskWindow:
         forget: Callable[[str], None],
     ) -> None:
         self.dir = directory
+        self._files = f"{directory}{os.sep}"  # + "{id}.json": a sweep names every task behind the prefix
         self._read = read
         self._highwatermark = highwatermark
         self._forget = forget
@@ -144,7 +145,7 @@ class TaskWindow:
 
     def find_top(self) -> None:
         top = max(self.top, self._highwatermark())
-        while (self.dir / f"{top + 1}.json").exists():  # created, the mark not yet written
+        while os.path.exists(f"{self._files}{top + 1}.json"):  # created, the mark not yet written
             top += 1
         self.top = top
 
@@ -180,7 +181,7 @@ class TaskWindow:
             if n > self.through:
                 break
             try:
-                changed = os.stat(self.dir / f"{n}.json").st_mtime_ns >= since
+                changed = os.stat(f"{self._files}{n}.json").st_mtime_ns >= since
             except FileNotFoundError:
                 continue
             if changed:

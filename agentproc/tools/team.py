@@ -18,7 +18,7 @@ from agentproc.tools.base import Tool, ToolFailure, as_json, needed
 from agentproc.tools.lead import answer_permission, answer_plan, set_permissions
 from ipc.clock import now_iso
 from ipc.replies import SubagentResult
-from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task
+from ipc.schemas import BACKEND_TYPE, LEAD_NAME, ShutdownApproved, ShutdownRejected, Task, struct_fields
 from ipc.subagents import find as find_subagent
 from ipc.tool_inputs import (
     MESSAGE_TYPES,
@@ -190,7 +190,7 @@ def _given(args: msgspec.Struct, *leave_out: str) -> list[str]:
     """The input's fields the model gave (by their names on the wire), sorted."""
     return sorted(
         f.encode_name
-        for f in msgspec.structs.fields(args)
+        for f in struct_fields(type(args))
         if getattr(args, f.name) is not None and f.encode_name not in leave_out
     )
 
