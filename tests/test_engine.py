@@ -225,6 +225,10 @@ def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
             "does not exist in the engine"
             in cli(root, "task", "list", "nope", "--engine", url, ok=False).stderr
         )
+        # It showed an empty team and exited 0: the engine answers for any name.
+        typo = cli(root, "ps", "nope", "--engine", url, ok=None)
+        assert typo.returncode == 1 and "does not exist in the engine" in typo.stderr, typo
+        assert "far" in cli(root, "ps", "far").stdout
     finally:
         cli(root, "engine", "stop")
     # Not running: 1, as the README's table says (3 is a failed task), and what to look at.

@@ -314,8 +314,11 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         paths = TeamPaths(root, team_name)
         # A team on the engine this root has not joined ($AGENTTEAMS_ENGINE, --engine) has no files here.
         known = paths.team in names or launcher.supervisor_pid(paths) is not None or paths.config.exists()
-        if not known and engine_marker.read(paths) is None:
+        link = None if known else engine_marker.read(paths)
+        if not known and link is None:
             raise NotFound(paths.missing())
+        if link is not None and not link.remembered:  # named by $AGENTTEAMS_ENGINE / --engine only
+            TeamHandle(paths.team, root).store.read()  # a name the engine does not hold: NotFound
         names = [paths.team]
         problems = [p for p in problems if f"/{paths.team}/" in p]
     configs_by_name = {c.name: c for c in configs}
