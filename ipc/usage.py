@@ -10,6 +10,7 @@ or dollars; an agent checks them before each request.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -198,14 +199,21 @@ def check_limit(tokens: int | None, usd: float | None) -> Limit:
     return Limit(tokens=tokens, usd=None if usd is None else float(usd))
 
 
-def set_budget(paths: TeamPaths, agent: str | None, limit: Limit) -> None:
-    """Set the team's limit (``agent`` None) or one teammate's."""
+def set_budget(paths: TeamPaths, agent: str | None, limit: Limit | None) -> None:
+    """Set the team's limit (``agent`` None) or one teammate's; a teammate's limit None
+    removes its entry (a spawn that failed takes back the one it wrote)."""
     with locked(budget_path(paths), root=paths.root):
         budget = read_budget(paths)
         if agent is None:
-            budget.team = limit
+            budget.team = limit if limit is not None else Limit()
+        elif limit is None:
+            budget.agents.pop(agent, None)
         else:
             budget.agents[agent] = limit
+        if budget == Budget():  # no limit left: no file, as before the first was set
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(budget_path(paths))
+            return
         atomic_write(budget_path(paths), msgspec.json.format(msgspec.json.encode(budget), indent=2) + b"\n")
 
 

@@ -106,7 +106,10 @@ def test_outside_a_git_repository_it_is_refused_clearly(root: Path, tmp_path: Pa
             str(plain),
             "--isolation",
             "worktree",
+            "--budget-tokens",
+            "500",
             ok=False,
         )
         assert "git repository" in failed.stderr
         assert team.config().teammates() == [], "nothing was written"
+        assert not (team.paths.team_dir / "budget.json").exists(), "its budget was left behind"

@@ -23,7 +23,7 @@ from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.send_commands import message_text
-from supervisor.cli.usage_commands import cmd_budget, cmd_usage, set_budget_from
+from supervisor.cli.usage_commands import budget_while_spawning, cmd_budget, cmd_usage, set_budget_from
 from supervisor.client import busy, outsiders
 from supervisor.client import operations as ops
 from supervisor.client.ps_claude import lead_verify_keys
@@ -162,9 +162,9 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     taken = team.member(options.name) is not None
     if not options.rename:
         team.store.check_new_member(options.name)
-    if not taken:
-        set_budget_from(args, team, options.name, spawning=True)  # before its first request
-    reply = ops.spawn_teammate(team, options)
+    # Its budget before its first request; a name taken gets one under its new name, after.
+    with budget_while_spawning(args, team, None if taken else options.name):
+        reply = ops.spawn_teammate(team, options)
     if reply.name != options.name:
         set_budget_from(args, team, reply.name)
     note = f"; {options.name!r} was taken, so it is {reply.name}" if reply.renamed_from else ""

@@ -4,19 +4,37 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from ipc import operations as io
-from ipc.usage import spent
+from ipc.paths import normalise_agent_name
+from ipc.usage import set_budget, spent
 from supervisor.cli.output import emit, open_team
 from supervisor.client import operations as ops
 from supervisor.client.team import Team
 
 
-def set_budget_from(
-    args: argparse.Namespace, team: Team, teammate: str | None = None, *, spawning: bool = False
-) -> None:
+def set_budget_from(args: argparse.Namespace, team: Team, teammate: str | None = None) -> None:
     if args.budget_tokens is not None or args.budget_usd is not None:
-        team.set_budget(args.budget_tokens, args.budget_usd, teammate, spawning=spawning)
+        team.set_budget(args.budget_tokens, args.budget_usd, teammate)
+
+
+@contextlib.contextmanager
+def budget_while_spawning(args: argparse.Namespace, team: Team, name: str | None) -> Iterator[None]:
+    """The budget of teammate ``name`` about to start, written before its first request; a
+    spawn that fails takes it back (what that name had before, if anything, is put back)."""
+    if name is None or (args.budget_tokens is None and args.budget_usd is None):
+        yield
+        return
+    agent = normalise_agent_name(name)
+    before = team.budget().agents.get(agent)
+    team.set_budget(args.budget_tokens, args.budget_usd, agent, spawning=True)
+    try:
+        yield
+    except BaseException:
+        set_budget(team.paths, agent, before)
+        raise
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
