@@ -156,7 +156,7 @@ def test_a_lead_model_cannot_delete_a_team_it_was_not_handed(
         team = Team.create("t", root=root, cwd=str(root))
         result = team.lead("GOAL: a.", model=LEAD_MODEL, timeout=60)
     assert result.stopped_by == "done" and result.kept, result
-    assert refused and "is not this lead's to delete" in refused[0]
+    assert refused and "is not this lead's to delete (Team.lead was given keep=True)" in refused[0]
     assert team.store.exists() and [t.status for t in team.tasks.list()] == ["completed"]
     nothing_left_under(root)
 

@@ -69,7 +69,7 @@ def test_a_lead_on_an_existing_team_works_within_it_and_leaves_it(root: Path) ->
         result = json.loads(done.stdout)
         assert result["stopped_by"] == "done" and result["kept"] is True
         assert result["answer"].endswith(
-            "The team stays: team 'precious' is not this lead's to delete (it existed before the lead started, or the lead was told to keep it); it stays as it is, with its members and tasks"
+            "The team stays: team 'precious' is not this lead's to delete (it existed before the lead started); it stays as it is, with its members and tasks"
         )
         team = Team.open("precious", root=state)  # still there, with everything in it
         assert [m.name for m in team.config().teammates()] == ["bob"]
@@ -107,7 +107,11 @@ def test_a_failed_goal_exits_3_keeps_the_team_and_can_be_retried(root: Path) -> 
 def test_keep_keeps_the_team_a_lead_made(root: Path) -> None:
     done = agentteams(root, "lead", "k", "--prompt", "1. One: `true`", "--keep", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["kept"] is True
+    result = json.loads(done.stdout)
+    assert result["kept"] is True
+    assert result["answer"].endswith(
+        "team 'k' is not this lead's to delete (--keep was given); it stays as it is, with its members and tasks"
+    )
     team = Team.open("k", root=root / "state")
     assert [t.status for t in team.tasks.list()] == ["completed"] and team.config().teammates() == []
     nothing_left_under(root / "state")

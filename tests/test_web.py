@@ -6,12 +6,13 @@ need (CSRF), the API's description, and the events stream."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -19,6 +20,7 @@ import pytest
 
 from ipc.schemas import PermissionRequest
 from supervisor import Team
+from supervisor.cli.jobs import _Dashboard
 from supervisor.web.routes import ROUTES
 from tests.runtime_helpers import cli, files, running_team
 from tests.web_helpers import TOP, Server, event_stream, serving
@@ -426,3 +428,19 @@ def test_the_demo_from_a_script_serves_its_dashboard_until_a_signal(root: Path, 
         if demo.poll() is None:
             demo.terminate()
             demo.wait(30)
+
+
+def test_the_demos_enter_prompt_at_a_terminal_is_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --serve --json`` at a terminal put its prompt on stdout, before the JSON summary."""
+    master, replica = os.openpty()
+    try:
+        with os.fdopen(replica, "r") as terminal:
+            monkeypatch.setattr(sys, "stdin", terminal)
+            os.write(master, b"\n")
+            _Dashboard(cast("subprocess.Popen[str]", None)).on_up()  # its server is not asked
+    finally:
+        os.close(master)
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == "open it, then press Enter to start the demo "

@@ -67,8 +67,9 @@ class _Dashboard:
 
     def on_up(self) -> None:
         """The team is up: wait for a person to open the page, when there is one at a terminal."""
-        if sys.stdin.isatty():
-            input("open it, then press Enter to start the demo ")
+        if sys.stdin.isatty():  # the prompt on stderr: stdout is the summary's (--json)
+            print("open it, then press Enter to start the demo ", end="", file=sys.stderr, flush=True)
+            sys.stdin.readline()
         else:
             print("no terminal to press Enter in: the demo starts now", file=sys.stderr, flush=True)
 
@@ -175,10 +176,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return subprocess.run(argv, cwd=checkout, env=env).returncode
 
 
-def _lead_team(args: argparse.Namespace) -> tuple[Team, bool]:
-    """The team to lead, and whether the lead may remove it at the end: made here (working
-    in the current directory) if it does not exist, as Claude Code makes a session's team,
-    and then the lead's unless --keep. An existing team is never the lead's to remove."""
+def _lead_team(args: argparse.Namespace) -> tuple[Team, str]:
+    """The team to lead, and why the lead may not remove it at the end ("": it may): made
+    here (working in the current directory) if it does not exist, as Claude Code makes a
+    session's team, and then the lead's unless --keep. An existing team is never the lead's."""
     team = Team(args.team, root=args.root)
     cwd = getattr(args, "cwd", None)
     if team.store.exists():
@@ -188,13 +189,13 @@ def _lead_team(args: argparse.Namespace) -> tuple[Team, bool]:
                 f"team {team.name!r} exists and works in {lead.cwd if lead else 'its own directory'}; "
                 "--cwd applies to a team the lead makes"
             )
-        return team, False
+        return team, "it existed before the lead started"
     workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
     if workdir.exists() and not workdir.is_dir():
         raise InvalidInput(f"--cwd {cwd} is a file; give a directory")
     workdir.mkdir(parents=True, exist_ok=True)
     team = Team.create(args.team, root=args.root, description="led by agentteams lead", cwd=str(workdir))
-    return team, not args.keep
+    return team, "--keep was given" if args.keep else ""
 
 
 def _lead_finished(args: argparse.Namespace, result: LeadResult) -> int:
@@ -217,7 +218,7 @@ def cmd_lead(args: argparse.Namespace) -> int:
     check_lead(
         prompt, args.model, args.timeout, interactive=False, agents=args.agents
     )  # before the team is made
-    team, owns = _lead_team(args)
+    team, keep_reason = _lead_team(args)
     lead = LeadRun(
         team,
         prompt,
@@ -225,7 +226,8 @@ def cmd_lead(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         interactive=False,
         verbose=args.verbose,
-        owns_team=owns,
+        owns_team=not keep_reason,
+        keep_reason=keep_reason,
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
         effort=args.effort,
@@ -241,7 +243,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             "or hand a script's goal to 'agentteams lead'"
         )
     check_lead("", args.model, None, interactive=True, agents=args.agents)
-    team, owns = _lead_team(args)
+    team, keep_reason = _lead_team(args)
     lead = LeadRun(
         team,
         "",
@@ -249,7 +251,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         timeout=None,
         interactive=True,
         verbose=True,
-        owns_team=owns,
+        owns_team=not keep_reason,
+        keep_reason=keep_reason,
         permission_mode=args.permission_mode,
         fork_subagents=args.fork_subagents,
         effort=args.effort,

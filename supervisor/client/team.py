@@ -311,6 +311,7 @@ class Team(TeamHandle):
             interactive=False,
             verbose=verbose,
             owns_team=not keep,
+            keep_reason="Team.lead was given keep=True" if keep else "",
             permission_mode=permission_mode,
             fork_subagents=fork_subagents,
             effort=effort,
