@@ -162,11 +162,11 @@ class Mailbox:
     def unread(self) -> list[InboxMessage]:
         return [m for _, m in self.unread_entries()]
 
-    def unread_entries(self) -> list[tuple[int, InboxMessage]]:
-        """(position in the file, message) of every unread message. Only unread entries are
-        decoded, so a long read history costs one C-level scan."""
+    def unread_entries(self, after: int = -1) -> list[tuple[int, InboxMessage]]:
+        """(position in the file, message) of every unread message past position ``after``.
+        Only those are decoded, so a long read history costs one C-level scan."""
         snap = self._snapshot()
-        return self._messages(snap, snap.unread())
+        return self._messages(snap, [i for i in snap.unread() if i > after])
 
     def has_unread(self) -> bool:
         return bool(self._snapshot().unread())

@@ -122,10 +122,12 @@ class EngineMailbox(Mailbox):
     def unread(self) -> list[InboxMessage]:
         return [m for _, m in self.unread_entries()]
 
-    def unread_entries(self) -> list[tuple[int, InboxMessage]]:
+    def unread_entries(self, after: int = 0) -> list[tuple[int, InboxMessage]]:
+        """(sequence, message) of every unread message above sequence ``after``: only those
+        are decoded (the lead's desk looks past what it judged, however many wait)."""
         found = []
         for seq, raw, read in self._view():
-            message = None if read else self._decoded(raw, False, seq)
+            message = None if read or seq <= after else self._decoded(raw, False, seq)
             if message is not None:
                 found.append((seq, message))
         return found

@@ -123,14 +123,14 @@ class LeadDesk:
         """The same judgement over an inbox in the engine, where each host's supervisor
         answers for its own teammates: what another host's teammate sent is that host's."""
         try:
-            unread = self.mailbox.unread_entries()
+            unread = self.mailbox.unread_entries(after=self.engine_cursor)
         except AgentTeamsError as exc:
             log.warning("lead inbox: %s", exc.message)
             return
         policy = self._policy()
         taken: list[tuple[int, InboxMessage]] = []
         for seq, message in unread:
-            if seq <= self.engine_cursor or message.from_ not in self.children.by_name:
+            if message.from_ not in self.children.by_name:
                 continue
             verdict = self._judge(message, policy)
             for action in verdict.actions:
