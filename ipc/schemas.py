@@ -19,6 +19,7 @@ LEAD_AGENT_TYPE = "team-lead"
 BACKEND_TYPE = "process"
 
 TaskStatus = Literal["pending", "in_progress", "completed"]
+IdleReason = Literal["available", "interrupted", "failed"]
 
 
 @functools.cache
@@ -26,9 +27,6 @@ def struct_fields(cls: type[Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
     """``msgspec.structs.fields``, once per class: it evaluates every annotation again at each
     call (~150 µs, a compile per string annotation), and spawns and task updates ask."""
     return msgspec.structs.fields(cls)
-
-
-IdleReason = Literal["available", "interrupted", "failed"]
 
 
 # ---------------------------------------------------------------- team config
