@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -80,6 +81,18 @@ def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> A
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def whole_json(path: Path, timeout: float = 5.0) -> Any:
+    """The JSON in ``path`` once it parses: Claude Code rewrites its files in place, so a
+    reader beside a live ``claude`` may catch one empty or half written for a moment."""
+
+    def parsed() -> list[Any]:
+        with contextlib.suppress(json.JSONDecodeError):
+            return [json.loads(path.read_text())]
+        return []
+
+    return wait_for(parsed, timeout)[0]
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from supervisor import Team
 from supervisor.client.ps import MateTree
 from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
-from tests.runtime_helpers import cli, nothing_left_under, wait_for
+from tests.runtime_helpers import cli, nothing_left_under, wait_for, whole_json
 
 LOCK_ERRORS = re.compile(
     r"already being held|ENOTDIR|Failed to write to inbox|markMessageAsReadByIndex FAILED|ELOCKED"
@@ -157,7 +157,7 @@ def live(claude: ClaudeCode, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 def test_claude_code_writes_a_team_that_agentteams_reads_field_for_field(live: Session) -> None:
     team_dir = live.root / "teams" / "cc-team"
-    raw = json.loads((team_dir / "config.json").read_text())
+    raw = whole_json(team_dir / "config.json")
     config = TeamConfigStore(live.root, "cc-team").read()
     assert msgspec.to_builtins(config) == raw  # every field, nothing added
     assert [m.backend_type for m in config.members] == [msgspec.UNSET, "in-process"]

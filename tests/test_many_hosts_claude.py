@@ -3,7 +3,6 @@ with an offline teammate on host A, which knows only the engine: B's mirror carr
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from ipc.options import TeammateOptions
 from tests.claude_code import SEEDS_VERSION, claude_code, environment
 from tests.engine_helpers import Engine, running_engine, two_hosts
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
-from tests.runtime_helpers import wait_for
+from tests.runtime_helpers import wait_for, whole_json
 from tests.test_claude_code import last_text, tools_of, used_tool_ids
 
 
@@ -70,7 +69,7 @@ def test_a_claude_teammate_on_host_b_talks_to_an_offline_one_on_host_a(
             )
         )
         # Host B's files hold the team as Claude Code lays it out.
-        config = json.loads((b.paths.config).read_text())
+        config = whole_json(b.paths.config)
         assert {m["name"] for m in config["members"]} == {"team-lead", "alice", "cc"}
         wait_for(
             lambda: any(m.text == "alice answered across hosts" for m in a.inbox("team-lead").read()), 90
