@@ -24,6 +24,7 @@ from ipc import inbox_file
 from ipc.storage import append_line, atomic_write_from
 
 CHUNK = 1 << 18  # small: the pass must not show in the supervisor's RSS
+_START = re.compile(rb"\[ *\n  \{")
 _BOUNDARY = re.compile(rb"\n  \}[ \n]*,\n  \{")
 _END = re.compile(rb"\n  \}\s*\]\s*\Z")  # the room a rewrite leaves before the bracket included
 
@@ -44,14 +45,23 @@ class Rewritten:
 
 
 def elements(fd: int) -> Iterator[bytes]:
-    """Each element of the inbox open at ``fd``, in order (raises NotPretty)."""
-    buf = os.read(fd, CHUNK)
-    head = buf.lstrip()
-    if head.startswith(b"[") and head[1:].lstrip().startswith(b"]"):
+    """Each element of the inbox open at ``fd``, in order (raises NotPretty). Read up to its
+    last element; the room after it is checked to be blanks, not gathered into the buffer."""
+    ends = inbox_file.content_end(fd, os.fstat(fd).st_size)
+    if ends is None:
+        raise NotPretty("the inbox does not end with a closing bracket")
+    last, bracket = ends
+    for at in range(last, bracket, CHUNK):
+        if os.pread(fd, min(CHUNK, bracket - at), at).strip(inbox_file.BLANK):
+            raise NotPretty("the inbox holds more than blanks after what was taken for its last element")
+    buf = os.pread(fd, min(CHUNK, last), 0)
+    done = len(buf)
+    if buf.strip() == b"[":
         return  # empty
-    if not buf.startswith(b"[\n  {"):
+    opening = _START.match(buf)  # spaces after the bracket: a first element moved for its flag
+    if opening is None:
         raise NotPretty("the inbox does not start as a two-space JSON array")
-    buf = buf[2:]
+    buf = buf[opening.end() - 3 :]
     while True:
         start = 0
         # Spaces may stand before the comma: an append that would have crossed a page
@@ -60,11 +70,14 @@ def elements(fd: int) -> Iterator[bytes]:
             yield buf[start : found.start() + 4]
             start = found.end() - 3
         buf = buf[start:]
-        chunk = os.read(fd, CHUNK)
-        if not chunk:
+        if done == last:
             break
+        chunk = os.pread(fd, min(CHUNK, last - done), done)
+        if not chunk:
+            raise NotPretty("the inbox shrank while it was read")
         buf += chunk
-    end = _END.search(buf)
+        done += len(chunk)
+    end = _END.search(buf + b"\n]\n")
     if end is None:
         raise NotPretty("the inbox does not end as a two-space JSON array")
     yield buf[: end.start() + 4]
@@ -106,12 +119,14 @@ def archive_read(path: Path, archive: Path, flips: set[int], seen: int) -> Rewri
                     if moving > CHUNK:
                         flush_archive()
                 else:
-                    comma = b"[\n" if kept == 0 else b",\n"
-                    out += comma
-                    out += element
-                    size += len(comma) + len(element)
-                    pending += len(comma) + len(element)
-                    tail = (tail + comma + element[-64:])[-64:]
+                    opening = b"" if kept else b"["
+                    piece = opening + inbox_file.flag_in_a_page(
+                        size + len(opening), (b",\n" if kept else b"\n") + element
+                    )
+                    out += piece
+                    size += len(piece)
+                    pending += len(piece)
+                    tail = (tail + piece[-64:])[-64:]
                     kept += 1
                     if pending > CHUNK:
                         write(bytes(out))

@@ -34,10 +34,8 @@ from ipc.schemas import InboxMessage
 from ipc.storage import PAGE, atomic_write_from, within_a_page
 
 ELEMENT_START = b"\n  {"
+ELEMENT_END = b"\n  }"
 ROOM_FROM = 32 * 1024  # an inbox this long is rewritten for an append with room: below, a rewrite is cheap
-# Room at most: an append reads the file's last 64 KiB when the room is large, and must find
-# the last element's start there.
-ROOM_MOST = 48 * 1024
 COPY_CHUNK = 1 << 18
 READ_FALSE = b'\n    "read": false'
 _FLIP = b"true "  # same length as b"false": JSON allows the trailing space
@@ -136,7 +134,11 @@ def element(raw: bytes) -> bytes:
 def format_array(raws: list[msgspec.Raw] | list[bytes]) -> bytes:
     if not raws:
         return b"[]\n"
-    return b"[\n" + b",\n".join(element(bytes(r)) for r in raws) + b"\n]\n"
+    out = bytearray(b"[")
+    for i, raw in enumerate(raws):
+        out += flag_in_a_page(len(out), (b",\n" if i else b"\n") + element(bytes(raw)))
+    out += b"\n]\n"
+    return bytes(out)
 
 
 def encode_entry(obj: object) -> bytes:
@@ -146,20 +148,82 @@ def encode_entry(obj: object) -> bytes:
 # ---------------------------------------------------------------- in-place append
 
 
-def insertion(data: bytes, whole: bool) -> tuple[int, bytes, int] | None:
-    """Where and with what prefix a new element goes, if the array's tail is sound.
+BLANK = b" \t\r\n"  # JSON's whitespace
 
-    ``data`` is the file's last bytes (``whole``: all of it). Returns (offset within
-    ``data`` of the last element's end, prefix, offset of the closing bracket) or None when
-    the tail cannot be vouched for: torn, another format, or too short a chunk to see the
-    last element's start.
-    """
-    text = data.rstrip()
-    if not text.endswith(b"]"):
+
+def solid_end(fd: int, below: int) -> tuple[int, bool]:
+    """The offset just past the last byte before ``below`` of the file open at ``fd`` that is
+    not whitespace (0 if there is none), and whether every byte between was read (rather
+    than a whole page of blanks taken to be followed by more blanks).
+
+    Whitespace is stepped over a page at a time, galloping then halving: the room a rewrite
+    leaves before the bracket (an eighth of the file, megabytes for a long pile of unread
+    reports) costs a few reads of a page, not its length."""
+    if below <= 0:
+        return 0, True
+    page = (below - 1) // PAGE * PAGE
+    tail = os.pread(fd, below - page, page).rstrip(BLANK)
+    if tail:
+        return page + len(tail), True
+    blank, step, solid = page, PAGE, -1  # pages from `blank` up are blank
+    while blank > 0:
+        probe = max(0, blank - step)
+        if os.pread(fd, PAGE, probe).strip(BLANK):
+            solid = probe
+            break
+        blank, step = probe, step * 2
+    if solid < 0:
+        return 0, False
+    while blank - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `blank` not
+        middle = (solid + blank) // 2 // PAGE * PAGE
+        if os.pread(fd, PAGE, middle).strip(BLANK):
+            solid = middle
+        else:
+            blank = middle
+    return solid + len(os.pread(fd, PAGE, solid).rstrip(BLANK)), solid + PAGE == page
+
+
+def _solid_end_read(fd: int, below: int) -> int:
+    """:func:`solid_end` reading every byte: from ``below`` back, a chunk at a time."""
+    while below > 0:
+        start = max(0, below - COPY_CHUNK)
+        piece = os.pread(fd, below - start, start).rstrip(BLANK)
+        if piece:
+            return start + len(piece)
+        below = start
+    return 0
+
+
+def content_end(fd: int, size: int) -> tuple[int, int] | None:
+    """Where the array in the file open at ``fd`` (``size`` bytes) ends: the offset just past
+    its last element (or its opening bracket) and that of its closing bracket; None if the
+    file does not end with one (torn, being written, or not an array).
+
+    Stepping over whole pages of blanks takes them to lie only past the last element, as
+    every writer of these files leaves them (our gaps are shorter than a page;
+    ``JSON.stringify`` leaves none). A text holding a page of spaces breaks that: the end
+    then found lies inside the text, where no element can be seen to close (a string holds
+    no raw newline, so not after ``\\n  }``), and the file is read through instead."""
+    close, sure = solid_end(fd, size)
+    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
+        if sure:
+            return None  # what ends the file is not a bracket
+    else:
+        end, sure_too = solid_end(fd, close - 1)
+        if (sure and sure_too) or os.pread(fd, 4, max(0, end - 4)) == ELEMENT_END:
+            return end, close - 1
+    close = _solid_end_read(fd, size)
+    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
         return None
-    body = text[:-1].rstrip()
+    return _solid_end_read(fd, close - 1), close - 1
+
+
+def _prefix_after(body: bytes, whole: bool) -> bytes | None:
+    """What goes before a new element appended after ``body`` (the array up to its last
+    element, ``whole``: from the file's start), or None when the last element cannot be
+    vouched for: torn, another format, or too short a chunk to see where it starts."""
     if body.endswith(b"["):
-        return (len(body), b"\n", len(text) - 1) if whole and body.strip() == b"[" else None
+        return b"\n" if whole and body.strip() == b"[" else None
     if not body.endswith(b"}"):
         return None
     start = body.rfind(ELEMENT_START)
@@ -172,7 +236,7 @@ def insertion(data: bytes, whole: bool) -> tuple[int, bytes, int] | None:
         _head.decode(body[start + 3 :])  # the last element must be one whole object
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return len(body), b",\n", len(text) - 1
+    return b",\n"
 
 
 @dataclass(frozen=True)
@@ -202,31 +266,50 @@ def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
     (at the next page's start if it would cross one: the spaces before it stay, as JSON
     allows), so that a kill cannot tear it; else over the bracket, the file growing (the
     caller writes that in place only if it stays inside one page)."""
-    chunk = min(size, 4096)
-    while True:
-        tail = os.pread(fd, chunk, size - chunk)
-        found = insertion(tail, whole=chunk == size)
-        if found is not None or chunk == size:
-            break
-        chunk = min(size, chunk * 16)
+    found = content_end(fd, size)
     if found is None:
         return None
-    end, prefix, bracket = (size - chunk + found[0], found[1], size - chunk + found[2])
-    block = prefix + entry_block
+    end, bracket = found
+    chunk = min(end, 4096)
+    while True:
+        prefix = _prefix_after(os.pread(fd, chunk, end - chunk), whole=chunk == end)
+        if prefix is not None or chunk == end:
+            break
+        chunk = min(end, chunk * 16)
+    if prefix is None:
+        return None
     for start in (end, -(-end // PAGE) * PAGE):
+        block = flag_in_a_page(start, prefix + entry_block)
         if within_a_page(start, len(block)) and start + len(block) < bracket:
             return Placement(start, block)
+    block = flag_in_a_page(end, prefix + entry_block)
     gap = b" " * max(0, bracket - (end + len(block) + 1))  # the new bracket lands on or past the old
     return Placement(end, block, b"\n" + gap + b"]\n")
+
+
+def flag_in_a_page(start: int, block: bytes) -> bytes:
+    """``block`` (an element and what leads it) as written at ``start``, led by the few
+    spaces (JSON allows them before the comma) that move its read flag to the next page if
+    it would lie across a boundary. Such a flag cannot be flipped in place (a kill could
+    tear it), so taking that message would cost a pass over the whole file: one message in
+    about a thousand, a pass every few seconds for the supervisor at a long pile in the
+    lead's inbox. Every writer of ours lays entries out so."""
+    at = false_at(block)
+    if at < 0 or within_a_page(start + at, len(FLIP)):
+        return block
+    return b" " * (PAGE - (start + at) % PAGE) + block
 
 
 def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
     """Rewrite the inbox open at ``fd`` (``size`` bytes; the caller holds the lock) as it is
     up to its last element, copied a chunk at a time (neither parsed nor held whole: a pile
     of unread reports can be megabytes), then the new element and room for the next appends,
-    an eighth of the file (at most ROOM_MOST) of spaces before the bracket: a long pile is
-    then rewritten once per that much appended, not once per page. The bytes before the new
-    element stay where they were, so a reader's cursor holds."""
+    an eighth of the file of spaces before the bracket: a pile is then rewritten once per an
+    eighth of its length appended, so a rewrite costs each append about eight times its own
+    bytes however long the pile grows (a fixed room made that grow with the pile: an hour's
+    soak copied its 50 MB lead inbox every few seconds). The room is stepped over, never
+    read (:func:`solid_end`). The bytes before the new element stay where they were, so a
+    reader's cursor holds."""
     with atomic_write_from(path) as write:
         done = 0
         while done < plan.offset:
@@ -235,7 +318,7 @@ def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
                 raise StorageError(f"{path} shrank under its lock while it was copied")
             write(piece)
             done += len(piece)
-        write(plan.block + b"\n" + b" " * min(ROOM_MOST, size // 8) + b"]\n")
+        write(plan.block + b"\n" + b" " * (size // 8) + b"]\n")
 
 
 def read_flag_offset(snapshot: Snapshot, index: int) -> int:

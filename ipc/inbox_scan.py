@@ -67,11 +67,16 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
         return [], Cursor()
     try:
         info = os.fstat(fd)
+        ends = inbox_file.content_end(fd, info.st_size)
+        if ends is None:
+            return [], cursor  # caught mid-write (or empty): the next scan sees it whole
         # The same file, or a rewrite that kept every byte the cursor passed (an append that
         # left room copies the file up to its last element): the mark, checked below, says.
-        same = 0 < cursor.offset <= info.st_size
+        same = 0 < cursor.offset <= ends[0]
         origin = cursor.offset - len(cursor.mark) if same else 0
-        buf = os.pread(fd, info.st_size - origin + 1, origin)
+        # Up to the last element: the room before the bracket (megabytes in a long pile) is
+        # not read, so neither is the bracket, put back here for the parse.
+        buf = os.pread(fd, ends[0] - origin, origin) + b"\n]\n"
     finally:
         os.close(fd)
     if same and _unflipped(buf[: len(cursor.mark)]) != _unflipped(cursor.mark):
