@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from ipc.inbox_scan import Cursor, identity, scan  # noqa: E402
 from ipc.mailbox import Mailbox  # noqa: E402
 from ipc.paths import remove_runtime_dirs  # noqa: E402
 from ipc.replies import TeamStatus  # noqa: E402
+from ipc.schemas import parse_body  # noqa: E402
 from supervisor import Team  # noqa: E402
 from tests.reliability.stopping import STOP, Interrupted  # noqa: E402
 
@@ -101,6 +103,12 @@ class Sample:
     supervisor_cpu_ms_per_message: float
     lead_check_us: float  # mean look at the lead's inbox in the interval
     lead_unread: int  # plain reports piling up for a person: the cost must not follow them
+    # Where the machine's time went in the interval, per message: this process (the sends,
+    # the kills), and the rest (the teammates, the fork server, anything else running);
+    # and the share of all cores idle waiting on the disk.
+    soak_cpu_ms_per_message: float = 0.0
+    others_cpu_ms_per_message: float = 0.0
+    iowait_percent: float = 0.0
 
 
 class Sampler:
@@ -114,11 +122,39 @@ class Sampler:
         self.next = self.started + every
         self.send_seconds = 0.0
         self.sends = 0
+        self.me = psutil.Process()
         self.last = self._counters(team.status())
+        self.lead_inbox = Mailbox(team.root, team.name, "team-lead")
+        self.lead_cursor = Cursor()
+        self.lead_reports = 0
 
-    def _counters(self, status: TeamStatus) -> tuple[int, float, int, float]:
-        cpu = self.sup.cpu_times()
-        return self.result.messages_sent, cpu.user + cpu.system, status.lead_checks, status.lead_check_seconds
+    def _counters(self, status: TeamStatus) -> tuple[int, float, int, float, float, float, float, float]:
+        sup, me, machine = self.sup.cpu_times(), self.me.cpu_times(), psutil.cpu_times()
+        iowait = getattr(machine, "iowait", 0.0)
+        busy = sum(machine) - machine.idle - iowait
+        return (
+            self.result.messages_sent,
+            sup.user + sup.system,
+            status.lead_checks,
+            status.lead_check_seconds,
+            me.user + me.system,
+            busy,
+            iowait,
+            sum(machine),
+        )
+
+    def _lead_reports(self) -> int:
+        """The plain messages that reached the lead's inbox so far (the supervisor leaves them
+        unread for a person), counted past a cursor as the supervisor looks: decoding the whole
+        pile at every sample cost this process more the longer it ran. The cursor is anchored on
+        the last of them, which an archiving pass keeps, so that pass is not counted again."""
+        new, cursor = scan(self.lead_inbox, self.lead_cursor)
+        reports = [e for e in new if parse_body(e.message.text) is None]
+        if reports:
+            cursor = replace(cursor, last=identity(reports[-1].message), last_raw=reports[-1].raw)
+            self.lead_reports += len(reports)
+        self.lead_cursor = cursor
+        return self.lead_reports
 
     def timed_send(self, send: Callable[..., dict[str, Any]], *args: str, **kwargs: str) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -135,7 +171,10 @@ class Sampler:
     def sample(self) -> None:
         status = self.team.status()
         now = self._counters(status)
-        messages, cpu, checks, check_seconds = (b - a for a, b in zip(self.last, now, strict=True))
+        messages, cpu, checks, check_seconds, mine, busy, iowait, total = (
+            b - a for a, b in zip(self.last, now, strict=True)
+        )
+        per_message = 1e3 / max(1, int(messages))
         teammates = {
             f"{m.name}/{m.pid}": rss for m in status.teammates if (rss := _rss_mib(m.pid)) is not None
         }
@@ -147,9 +186,12 @@ class Sampler:
                 forkserver_rss_mib=_rss_mib(status.forkserver) or 0.0,
                 teammates_rss_mib=teammates,
                 send_ms=self.send_seconds / max(1, self.sends) * 1e3,
-                supervisor_cpu_ms_per_message=cpu / max(1, int(messages)) * 1e3,
+                supervisor_cpu_ms_per_message=cpu * per_message,
                 lead_check_us=check_seconds / max(1, int(checks)) * 1e6,
-                lead_unread=len(Mailbox(self.team.root, self.team.name, "team-lead").unread_entries()),
+                lead_unread=self._lead_reports(),
+                soak_cpu_ms_per_message=mine * per_message,
+                others_cpu_ms_per_message=max(0.0, busy - cpu - mine) * per_message,
+                iowait_percent=100 * iowait / total if total else 0.0,
             )
         )
         self.last, self.send_seconds, self.sends = now, 0.0, 0
@@ -254,6 +296,11 @@ def plot(result: SoakResult, path: Path) -> None:
         t,
         [s.supervisor_cpu_ms_per_message * 1e3 for s in result.samples],
         label="supervisor CPU per message (µs)",
+    )
+    cost.plot(
+        t,
+        [s.others_cpu_ms_per_message * 1e3 for s in result.samples],
+        label="teammates' and the rest's CPU per message (µs)",
     )
     twin = cost.twinx()
     twin.plot(

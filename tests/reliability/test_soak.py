@@ -14,7 +14,9 @@ import psutil
 import pytest
 
 from ipc.errors import AgentTeamsError
+from ipc.mailbox import Mailbox
 from ipc.osproc import alive
+from ipc.schemas import parse_body
 from supervisor import Team
 from tests.reliability.soak import run_soak
 
@@ -31,6 +33,11 @@ def test_soak_30_seconds(root: Path) -> None:
     assert result.tasks_stuck == [] and result.unread_left == 0, result
     assert result.tasks_completed + result.tasks_open_unowned == result.tasks
     assert result.ok, result
+    # Where the time went is recorded: the teammates work, so the rest's CPU shows.
+    assert any(s.others_cpu_ms_per_message > 0 for s in result.samples), result.samples
+    # The reports piling up for a person, counted past a cursor, none twice (archive passes).
+    reports = [m for m in Mailbox(root, "soak", "team-lead").unread() if parse_body(m.text) is None]
+    assert 0 < result.samples[-1].lead_unread <= len(reports)
 
 
 def _running_team(under: Path, soak: subprocess.Popen[str]) -> tuple[Path, list[int]]:
