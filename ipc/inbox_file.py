@@ -293,9 +293,10 @@ def flag_in_a_page(start: int, block: bytes) -> bytes:
     it would lie across a boundary. Such a flag cannot be flipped in place (a kill could
     tear it), so taking that message would cost a pass over the whole file: one message in
     about a thousand, a pass every few seconds for the supervisor at a long pile in the
-    lead's inbox. Every writer of ours lays entries out so."""
+    lead's inbox. Every writer of ours lays entries out so past :data:`ROOM_FROM` (before it,
+    a rewrite is cheap, and the file keeps Claude Code's format byte for byte)."""
     at = false_at(block)
-    if at < 0 or within_a_page(start + at, len(FLIP)):
+    if at < 0 or start + at < ROOM_FROM or within_a_page(start + at, len(FLIP)):
         return block
     return b" " * (PAGE - (start + at) % PAGE) + block
 
