@@ -151,9 +151,9 @@ def encode_entry(obj: object) -> bytes:
 BLANK = b" \t\r\n"  # JSON's whitespace
 
 
-def solid_end(fd: int, below: int) -> tuple[int, bool]:
+def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool]:
     """The offset just past the last byte before ``below`` of the file open at ``fd`` that is
-    not whitespace (0 if there is none), and whether every byte between was read (rather
+    not in ``blank`` (0 if there is none), and whether every byte between was read (rather
     than a whole page of blanks taken to be followed by more blanks).
 
     Whitespace is stepped over a page at a time, galloping then halving: the room a rewrite
@@ -162,25 +162,25 @@ def solid_end(fd: int, below: int) -> tuple[int, bool]:
     if below <= 0:
         return 0, True
     page = (below - 1) // PAGE * PAGE
-    tail = os.pread(fd, below - page, page).rstrip(BLANK)
+    tail = os.pread(fd, below - page, page).rstrip(blank)
     if tail:
         return page + len(tail), True
-    blank, step, solid = page, PAGE, -1  # pages from `blank` up are blank
-    while blank > 0:
-        probe = max(0, blank - step)
-        if os.pread(fd, PAGE, probe).strip(BLANK):
+    clear, step, solid = page, PAGE, -1  # pages from `clear` up hold only blanks
+    while clear > 0:
+        probe = max(0, clear - step)
+        if os.pread(fd, PAGE, probe).strip(blank):
             solid = probe
             break
-        blank, step = probe, step * 2
+        clear, step = probe, step * 2
     if solid < 0:
         return 0, False
-    while blank - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `blank` not
-        middle = (solid + blank) // 2 // PAGE * PAGE
-        if os.pread(fd, PAGE, middle).strip(BLANK):
+    while clear - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `clear` not
+        middle = (solid + clear) // 2 // PAGE * PAGE
+        if os.pread(fd, PAGE, middle).strip(blank):
             solid = middle
         else:
-            blank = middle
-    return solid + len(os.pread(fd, PAGE, solid).rstrip(BLANK)), solid + PAGE == page
+            clear = middle
+    return solid + len(os.pread(fd, PAGE, solid).rstrip(blank)), solid + PAGE == page
 
 
 def _solid_end_read(fd: int, below: int) -> int:
@@ -204,7 +204,12 @@ def content_end(fd: int, size: int) -> tuple[int, int] | None:
     ``JSON.stringify`` leaves none). A text holding a page of spaces breaks that: the end
     then found lies inside the text, where no element can be seen to close (a string holds
     no raw newline, so not after ``\\n  }``), and the file is read through instead."""
-    close, sure = solid_end(fd, size)
+    # The bracket first, past the newlines each append into the room adds after it (up to
+    # one per append since the last rewrite): stepping over whitespace there would go on
+    # into the room and miss the bracket's page.
+    close, sure = solid_end(fd, size, b"\n")
+    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
+        close, sure = solid_end(fd, size)  # other writers' blanks after the bracket
     if close == 0 or os.pread(fd, 1, close - 1) != b"]":
         if sure:
             return None  # what ends the file is not a bracket
@@ -319,7 +324,11 @@ def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
                 raise StorageError(f"{path} shrank under its lock while it was copied")
             write(piece)
             done += len(piece)
-        write(plan.block + b"\n" + b" " * (size // 8) + b"]\n")
+        write(plan.block + b"\n")
+        room = size // 8
+        for at in range(0, room, COPY_CHUNK):  # a chunk at a time: megabytes of spaces
+            write(b" " * min(COPY_CHUNK, room - at))
+        write(b"]\n")
 
 
 def read_flag_offset(snapshot: Snapshot, index: int) -> int:

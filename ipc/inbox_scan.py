@@ -106,9 +106,13 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
         at = rest.find(raw, at)
         new.append(Scanned(base + i, message, skip + at, raw))
         at += len(raw)
+    count = base + len(snap.raws)
+    if count == 0:
+        # Nothing in it: the next look reads it from the start. A cursor just past the opening
+        # bracket would take the first append, which no comma leads, for nothing new.
+        return new, Cursor(info.st_ino, 0, 0, b"", cursor.last, cursor.last_raw)
     mark = buf[max(0, body_end - 64) : body_end]
-    end = origin + body_end
-    cursor = Cursor(info.st_ino, base + len(snap.raws), end, mark, cursor.last, cursor.last_raw)
+    cursor = Cursor(info.st_ino, count, origin + body_end, mark, cursor.last, cursor.last_raw)
     return new, cursor
 
 

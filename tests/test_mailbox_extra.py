@@ -396,6 +396,38 @@ def test_the_end_of_an_inbox_is_found_past_its_room_and_never_inside_a_text(tmp_
         os.close(fd)
 
 
+def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bracket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each append into the room adds a newline after the bracket, thousands of them late in a
+    long room's life: the bracket is still found past them, and the room stepped over, in a
+    few dozen pages read, never the room's megabytes."""
+    entry = {"from": "bob", "text": "report", "timestamp": "2026-11-27T00:00:00.000Z", "read": False}
+    body = json.dumps([entry] * 3, indent=2)[:-2].encode()
+    path = tmp_path / "inbox.json"
+    read = 0
+    real_pread = os.pread
+
+    def counted(fd: int, length: int, offset: int) -> bytes:
+        nonlocal read
+        data = real_pread(fd, length, offset)
+        read += len(data)
+        return data
+
+    room = 6_000_000
+    for after in (0, 1, 4000, 5700, 6000, 6500, 9000, 20_000):
+        path.write_bytes(body + b"\n" + b" " * room + b"]" + b"\n" * after)
+        fd = os.open(path, os.O_RDONLY)
+        monkeypatch.setattr(os, "pread", counted)
+        read = 0
+        try:
+            assert inbox_file.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
+        finally:
+            monkeypatch.setattr(os, "pread", real_pread)
+            os.close(fd)
+        assert read < 60 * 4096, (after, read)
+
+
 def test_every_writer_of_ours_keeps_each_read_flag_inside_a_page(root: Path, team: str) -> None:
     """Appends (in the room, over the bracket, with a rewrite), the archive pass and a whole
     rewrite all lay entries out so that no ``false`` past the first 32 KiB lies across a page
@@ -424,6 +456,27 @@ def test_every_writer_of_ours_keeps_each_read_flag_inside_a_page(root: Path, tea
     assert len(mb.read()) == 1150 and flags_in_a_page()  # 350 moved to the archive
     mb.mark_read_where(lambda m: m.text.startswith("report 7"))  # a whole rewrite
     assert flags_in_a_page() and json.loads(mb.path.read_bytes())
+
+
+def test_a_look_at_an_emptied_inbox_misses_nothing_appended_after_it(root: Path, team: str) -> None:
+    """The archive pass leaves ``[]`` when nothing is left for a person; a look then, and the
+    next message (with no comma before it) is still new to the next look, at its position,
+    and the pass after marks that one read, not another."""
+    mb = Mailbox(root, team, "team-lead")
+    mb.append(sender="bob", text="one")
+    entries, cursor = scan(mb, Cursor())
+    carried = archive_scanned(mb, entries, cursor)
+    assert carried is not None and mb.read() == [] and len(mb.history()) == 1
+    nothing, cursor = scan(mb, carried)
+    assert nothing == []
+    mb.append(sender="bob", text="two")
+    two, cursor = scan(mb, cursor)
+    assert [(e.position, e.message.text) for e in two] == [(0, "two")]
+    mb.append(sender="bob", text="three")
+    three, cursor = scan(mb, cursor)
+    assert [(e.position, e.message.text) for e in three] == [(1, "three")]
+    assert archive_scanned(mb, three, cursor) is not None
+    assert [m.text for m in mb.unread()] == ["two"]  # three was taken; two waits for a person
 
 
 def test_a_flag_across_a_page_boundary_is_flipped_by_the_streaming_pass_not_in_place(
