@@ -109,8 +109,9 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
     count = base + len(snap.raws)
     if count == 0:
         # Nothing in it: the next look reads it from the start. A cursor just past the opening
-        # bracket would take the first append, which no comma leads, for nothing new.
-        return new, Cursor(info.st_ino, 0, 0, b"", cursor.last, cursor.last_raw)
+        # bracket would take the first append, which no comma leads, for nothing new. Nor can
+        # the anchor be in it: all that comes is new.
+        return new, Cursor(info.st_ino)
     mark = buf[max(0, body_end - 64) : body_end]
     cursor = Cursor(info.st_ino, count, origin + body_end, mark, cursor.last, cursor.last_raw)
     return new, cursor
