@@ -10,11 +10,15 @@ bytes, under the file's lock:
   ``,\\n  {new}`` into it (see :func:`append_in_place`);
 - mark read: ``false`` becomes ``true `` (same length) in place.
 
-A kill in the middle of either leaves a tail that does not parse. Readers never act on such
-a file (they retry under the lock), and the next locked writer repairs it with
-:func:`repair`: a half-flipped flag is set back to ``false`` (the message was not handed
-over) and a half-written last element is cut (it was never acknowledged). Anything else,
-and every rewrite that moves bytes, goes through temp file + rename.
+Past 32 KiB our files differ from that only in whitespace: the room a rewrite leaves before
+the bracket (:func:`rewrite_with_room`), and a few spaces before a comma that keep each read
+flag inside one page (:func:`flag_in_a_page`).
+
+A kill in the middle of either hot-path write leaves a tail that does not parse. Readers
+never act on such a file (they retry under the lock), and the next locked writer repairs it
+with :func:`repair`: a half-flipped flag is set back to ``false`` (the message was not
+handed over) and a half-written last element is cut (it was never acknowledged). Anything
+else, and every rewrite that moves bytes, goes through temp file + rename.
 """
 
 from __future__ import annotations
