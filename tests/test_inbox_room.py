@@ -14,8 +14,23 @@ from ipc import Mailbox, inbox_file, mailbox
 from ipc.inbox_scan import Cursor, archive_scanned, scan
 
 
+@pytest.fixture
+def preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every ``os.pread`` from here on (clear it to count afresh)."""
+    lengths: list[int] = []
+    real = os.pread
+
+    def counted(fd: int, length: int, offset: int) -> bytes:
+        data = real(fd, length, offset)
+        lengths.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counted)
+    return lengths
+
+
 def test_a_long_pile_is_rewritten_once_per_an_eighth_appended_and_its_room_is_never_read(
-    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+    root: Path, team: str, preads: list[int]
 ) -> None:
     """A pile of unread reports megabytes long: the room a rewrite leaves grows with it (an
     eighth), so appends rewrite it seldom however long it gets; neither an append nor a
@@ -27,27 +42,17 @@ def test_a_long_pile_is_rewritten_once_per_an_eighth_appended_and_its_room_is_ne
     ]
     mb.path.write_bytes(inbox_file.format_array(pile))  # 5 MB, as written whole, with no room yet
     _, cursor = scan(mb, Cursor())
-    read = 0
-    real_pread = os.pread
-
-    def counted(fd: int, length: int, offset: int) -> bytes:
-        nonlocal read
-        data = real_pread(fd, length, offset)
-        read += len(data)
-        return data
-
-    monkeypatch.setattr(os, "pread", counted)
     rewrites, most_read = 0, 0
     for n in range(400):  # 180 KB: a fixed room of 48 KiB made that four rewrites of the whole 5 MB
         inode = mb.path.stat().st_ino
-        read = 0
+        preads.clear()
         mb.append(sender="bob", text=f"more {n} " + "y" * 300)
         rewrite = mb.path.stat().st_ino != inode
         rewrites += rewrite
         new, cursor = scan(mb, cursor)
         assert [e.message.text.split()[1] for e in new] == [str(n)]
         if not rewrite:
-            most_read = max(most_read, read)
+            most_read = max(most_read, sum(preads))
     size = mb.path.stat().st_size
     room = size - len(mb.path.read_bytes().rstrip()[:-1].rstrip())
     assert rewrites == 1 and room > 400_000  # the first left 660 KB of room; 400 appends used 180
@@ -100,7 +105,7 @@ def test_the_end_of_an_inbox_is_found_past_its_room_and_never_inside_a_text(tmp_
 
 
 def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bracket(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, preads: list[int]
 ) -> None:
     """Each append into the room adds a newline after the bracket, thousands of them late in a
     long room's life: the bracket is still found past them, and the room stepped over, in a
@@ -108,27 +113,16 @@ def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bra
     entry = {"from": "bob", "text": "report", "timestamp": "2026-11-27T00:00:00.000Z", "read": False}
     body = json.dumps([entry] * 3, indent=2)[:-2].encode()
     path = tmp_path / "inbox.json"
-    read = 0
-    real_pread = os.pread
-
-    def counted(fd: int, length: int, offset: int) -> bytes:
-        nonlocal read
-        data = real_pread(fd, length, offset)
-        read += len(data)
-        return data
-
     room = 6_000_000
     for after in (0, 1, 4000, 5700, 6000, 6500, 9000, 20_000):
         path.write_bytes(body + b"\n" + b" " * room + b"]" + b"\n" * after)
         fd = os.open(path, os.O_RDONLY)
-        monkeypatch.setattr(os, "pread", counted)
-        read = 0
+        preads.clear()
         try:
             assert inbox_file.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
         finally:
-            monkeypatch.setattr(os, "pread", real_pread)
             os.close(fd)
-        assert read < 60 * 4096, (after, read)
+        assert sum(preads) < 60 * 4096, (after, sum(preads))
 
 
 def test_every_writer_of_ours_keeps_each_read_flag_inside_a_page(root: Path, team: str) -> None:
