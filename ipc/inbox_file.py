@@ -198,6 +198,11 @@ def _solid_end_read(fd: int, below: int) -> int:
     return 0
 
 
+def _bracket_before(fd: int, close: int) -> bool:
+    """Whether the byte just before offset ``close`` is a closing bracket."""
+    return close > 0 and os.pread(fd, 1, close - 1) == b"]"
+
+
 def content_end(fd: int, size: int) -> tuple[int, int] | None:
     """Where the array in the file open at ``fd`` (``size`` bytes) ends: the offset just past
     its last element (or its opening bracket) and that of its closing bracket; None if the
@@ -212,9 +217,9 @@ def content_end(fd: int, size: int) -> tuple[int, int] | None:
     # one per append since the last rewrite): stepping over whitespace there would go on
     # into the room and miss the bracket's page.
     close, sure = solid_end(fd, size, b"\n")
-    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
+    if not _bracket_before(fd, close):
         close, sure = solid_end(fd, size)  # other writers' blanks after the bracket
-    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
+    if not _bracket_before(fd, close):
         if sure:
             return None  # what ends the file is not a bracket
     else:
@@ -222,7 +227,7 @@ def content_end(fd: int, size: int) -> tuple[int, int] | None:
         if (sure and sure_too) or os.pread(fd, 4, max(0, end - 4)) == ELEMENT_END:
             return end, close - 1
     close = _solid_end_read(fd, size)
-    if close == 0 or os.pread(fd, 1, close - 1) != b"]":
+    if not _bracket_before(fd, close):
         return None
     return _solid_end_read(fd, close - 1), close - 1
 
