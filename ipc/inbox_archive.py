@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from ipc import inbox_file
+from ipc import inbox_end, inbox_file
 from ipc.storage import append_line, atomic_write_from
 
 CHUNK = 1 << 18  # small: the pass must not show in the supervisor's RSS
@@ -47,12 +47,12 @@ class Rewritten:
 def elements(fd: int) -> Iterator[bytes]:
     """Each element of the inbox open at ``fd``, in order (raises NotPretty). Read up to its
     last element; the room after it is checked to be blanks, not gathered into the buffer."""
-    ends = inbox_file.content_end(fd, os.fstat(fd).st_size)
+    ends = inbox_end.content_end(fd, os.fstat(fd).st_size)
     if ends is None:
         raise NotPretty("the inbox does not end with a closing bracket")
     last, bracket = ends
     for at in range(last, bracket, CHUNK):
-        if os.pread(fd, min(CHUNK, bracket - at), at).strip(inbox_file.BLANK):
+        if os.pread(fd, min(CHUNK, bracket - at), at).strip(inbox_end.BLANK):
             raise NotPretty("the inbox holds more than blanks after what was taken for its last element")
     buf = os.pread(fd, min(CHUNK, last), 0)
     done = len(buf)

@@ -33,14 +33,13 @@ from typing import Any
 import msgspec
 
 from ipc.errors import StorageError
+from ipc.inbox_end import COPY_CHUNK, content_end
 from ipc.preserve import read_object
 from ipc.schemas import InboxMessage
 from ipc.storage import PAGE, atomic_write_from, within_a_page
 
 ELEMENT_START = b"\n  {"
-ELEMENT_END = b"\n  }"
 ROOM_FROM = 32 * 1024  # an inbox this long is rewritten for an append with room: below, a rewrite is cheap
-COPY_CHUNK = 1 << 18
 READ_FALSE = b'\n    "read": false'
 _FLIP = b"true "  # same length as b"false": JSON allows the trailing space
 
@@ -152,86 +151,6 @@ def encode_entry(obj: object) -> bytes:
 # ---------------------------------------------------------------- in-place append
 
 
-BLANK = b" \t\r\n"  # JSON's whitespace
-
-
-def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool]:
-    """The offset just past the last byte before ``below`` of the file open at ``fd`` that is
-    not in ``blank`` (0 if there is none), and whether every byte between was read (rather
-    than a whole page of blanks taken to be followed by more blanks).
-
-    Whitespace is stepped over a page at a time, galloping then halving: the room a rewrite
-    leaves before the bracket (an eighth of the file, megabytes for a long pile of unread
-    reports) costs a few reads of a page, not its length."""
-    if below <= 0:
-        return 0, True
-    page = (below - 1) // PAGE * PAGE
-    tail = os.pread(fd, below - page, page).rstrip(blank)
-    if tail:
-        return page + len(tail), True
-    clear, step, solid = page, PAGE, -1  # pages from `clear` up hold only blanks
-    while clear > 0:
-        probe = max(0, clear - step)
-        if os.pread(fd, PAGE, probe).strip(blank):
-            solid = probe
-            break
-        clear, step = probe, step * 2
-    if solid < 0:
-        return 0, False
-    while clear - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `clear` not
-        middle = (solid + clear) // 2 // PAGE * PAGE
-        if os.pread(fd, PAGE, middle).strip(blank):
-            solid = middle
-        else:
-            clear = middle
-    return solid + len(os.pread(fd, PAGE, solid).rstrip(blank)), solid + PAGE == page
-
-
-def _solid_end_read(fd: int, below: int) -> int:
-    """:func:`solid_end` reading every byte: from ``below`` back, a chunk at a time."""
-    while below > 0:
-        start = max(0, below - COPY_CHUNK)
-        piece = os.pread(fd, below - start, start).rstrip(BLANK)
-        if piece:
-            return start + len(piece)
-        below = start
-    return 0
-
-
-def _bracket_before(fd: int, close: int) -> bool:
-    """Whether the byte just before offset ``close`` is a closing bracket."""
-    return close > 0 and os.pread(fd, 1, close - 1) == b"]"
-
-
-def content_end(fd: int, size: int) -> tuple[int, int] | None:
-    """Where the array in the file open at ``fd`` (``size`` bytes) ends: the offset just past
-    its last element (or its opening bracket) and that of its closing bracket; None if the
-    file does not end with one (torn, being written, or not an array).
-
-    Stepping over whole pages of blanks takes them to lie only past the last element, as
-    every writer of these files leaves them (our gaps are shorter than a page;
-    ``JSON.stringify`` leaves none). A text holding a page of spaces breaks that: the end
-    then found lies inside the text, where no element can be seen to close (a string holds
-    no raw newline, so not after ``\\n  }``), and the file is read through instead."""
-    # The bracket first, past the newlines each append into the room adds after it (up to
-    # one per append since the last rewrite): stepping over whitespace there would go on
-    # into the room and miss the bracket's page.
-    close, sure = solid_end(fd, size, b"\n")
-    if not _bracket_before(fd, close):
-        close, sure = solid_end(fd, size)  # other writers' blanks after the bracket
-    if not _bracket_before(fd, close):
-        if sure:
-            return None  # what ends the file is not a bracket
-    else:
-        end, sure_too = solid_end(fd, close - 1)
-        if (sure and sure_too) or os.pread(fd, 4, max(0, end - 4)) == ELEMENT_END:
-            return end, close - 1
-    close = _solid_end_read(fd, size)
-    if not _bracket_before(fd, close):
-        return None
-    return _solid_end_read(fd, close - 1), close - 1
-
-
 def _prefix_after(body: bytes, whole: bool) -> bytes | None:
     """What goes before a new element appended after ``body`` (the array up to its last
     element, ``whole``: from the file's start), or None when the last element cannot be
@@ -272,15 +191,16 @@ class Placement:
         return not self.tail
 
 
-def append_in_place(fd: int, size: int, entry_block: bytes) -> Placement | None:
+def append_in_place(fd: int, size: int, entry_block: bytes, after: int = 0) -> Placement | None:
     """Where to write ``entry_block`` (an :func:`element`) to append it to the open inbox of
     ``size`` bytes, or None if the tail is not sound (rewrite the file instead).
 
     In the room a rewrite left before the closing bracket when it fits there inside one page
     (at the next page's start if it would cross one: the spaces before it stay, as JSON
     allows), so that a kill cannot tear it; else over the bracket, the file growing (the
-    caller writes that in place only if it stays inside one page)."""
-    found = content_end(fd, size)
+    caller writes that in place only if it stays inside one page). ``after``: as for
+    :func:`content_end`."""
+    found = content_end(fd, size, after)
     if found is None:
         return None
     end, bracket = found
@@ -323,7 +243,7 @@ def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
     eighth of its length appended, so a rewrite costs each append about eight times its own
     bytes however long the pile grows (a fixed room made that grow with the pile: an hour's
     soak copied its 50 MB lead inbox every few seconds). The room is stepped over, never
-    read (:func:`solid_end`). The bytes before the new element stay where they were, so a
+    read (:func:`ipc.inbox_end.solid_end`). The bytes before the new element stay where they were, so a
     reader's cursor holds."""
     with atomic_write_from(path) as write:
         done = 0

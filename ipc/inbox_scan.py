@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ipc import inbox_archive, inbox_file
+from ipc import inbox_archive, inbox_end, inbox_file
 from ipc.boundary import os_errors
 from ipc.inbox_file import NotAnInbox
 from ipc.locks import locked
@@ -67,7 +67,7 @@ def scan(mailbox: Mailbox, cursor: Cursor) -> tuple[list[Scanned], Cursor]:
         return [], Cursor()
     try:
         info = os.fstat(fd)
-        ends = inbox_file.content_end(fd, info.st_size)
+        ends = inbox_end.content_end(fd, info.st_size, cursor.offset if cursor.inode == info.st_ino else 0)
         if ends is None:
             return [], cursor  # caught mid-write (or empty): the next scan sees it whole
         # The same file, or a rewrite that kept every byte the cursor passed (an append that

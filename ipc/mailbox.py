@@ -113,6 +113,8 @@ class Mailbox:
         self.agent = normalise_agent_name(agent)
         self.path = self.paths.inbox(self.agent)
         self._quiet: tuple[FileKey | None, float] = (None, 0.0)  # see take
+        self._end: tuple[int, int] = (0, 0)  # (inode, offset): where this object's last append ended
+        self._store: TeamConfigStore | None = None  # the team's config, for appends not checked by the caller
 
     # ------------------------------------------------------------ reading (no lock)
 
@@ -273,12 +275,15 @@ class Mailbox:
         with os_errors(f"cannot open {self.path}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            size = os.fstat(fd).st_size
-            plan = inbox_file.append_in_place(fd, size, block) if size else None
+            info = os.fstat(fd)
+            size = info.st_size
+            after = self._end[1] if self._end[0] == info.st_ino else 0
+            plan = inbox_file.append_in_place(fd, size, block, after) if size else None
             if plan is not None and within_a_page(plan.offset, len(plan.data)):
                 write_at(fd, self.path, plan.offset, plan.data)
                 if plan.in_room:  # a space past the end: an append always grows the file (see take)
                     write_at(fd, self.path, os.fstat(fd).st_size, b"\n")
+                self._end = (info.st_ino, plan.offset + len(plan.block))
                 return
             if plan is not None and size >= inbox_file.ROOM_FROM:
                 inbox_file.rewrite_with_room(fd, self.path, size, plan)
@@ -302,7 +307,9 @@ class Mailbox:
         ``agent`` to be a member (``member_checked``: the caller has just verified it): an
         inbox is never created for a stranger. ``v2`` writes Claude Code 2.1.330's shape."""
         if not member_checked:
-            TeamConfigStore(self.paths.root, self.paths.team).require_member(self.agent)
+            if self._store is None:  # kept: its read is decoded again only when the file changed
+                self._store = TeamConfigStore.at(self.paths)
+            self._store.require_member(self.agent)
         return self.append_message(new_message(sender, text, summary, color, v2=v2, paths=self.paths))
 
     # ------------------------------------------------------------ taking (the hand-off)
@@ -409,15 +416,7 @@ class Mailbox:
     def mark_read_matching(self, message: InboxMessage, position: int | None = None) -> InboxMessage | None:
         """Mark the first unread message equal to ``message`` (as returned by :meth:`read`)."""
 
-        def same(unread: list[tuple[int, InboxMessage]]) -> int | None:
-            exact = next((i for i, (p, m) in enumerate(unread) if p == position and m == message), None)
-            return (
-                exact
-                if exact is not None
-                else next((i for i, (_, m) in enumerate(unread) if m == message), None)
-            )
-
-        taken = self.take(same)
+        taken = self.take(lambda unread: _find(unread, position, message))
         return taken[0] if taken else None
 
     def mark_positions(self, positions: Sequence[int], expect: Sequence[InboxMessage]) -> list[InboxMessage]:
@@ -427,14 +426,7 @@ class Mailbox:
 
         def pick(unread: list[tuple[int, InboxMessage]]) -> int | None:
             while wanted:
-                position, message = wanted[0]
-                exact = next((i for i, (p, m) in enumerate(unread) if p == position and m == message), None)
-                found = (
-                    exact
-                    if exact is not None
-                    else next((i for i, (_, m) in enumerate(unread) if m == message), None)
-                )
-                wanted.pop(0)
+                found = _find(unread, *wanted.pop(0))
                 if found is not None:
                     return found
             return None
@@ -448,3 +440,9 @@ class Mailbox:
         """Empty the inbox (the archive is left alone)."""
         with locked(self.path, root=self.paths.root):
             atomic_write(self.path, b"[]\n")
+
+
+def _find(unread: list[tuple[int, InboxMessage]], position: int | None, message: InboxMessage) -> int | None:
+    """The index in ``unread`` of ``message`` at ``position``, else of the first equal to it."""
+    exact = next((i for i, (p, m) in enumerate(unread) if p == position and m == message), None)
+    return exact if exact is not None else next((i for i, (_, m) in enumerate(unread) if m == message), None)

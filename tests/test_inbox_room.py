@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from ipc import Mailbox, inbox_file, mailbox
+from ipc import Mailbox, inbox_end, inbox_file, mailbox
 from ipc.inbox_scan import Cursor, archive_scanned, scan
 
 
@@ -93,13 +94,13 @@ def test_the_end_of_an_inbox_is_found_past_its_room_and_never_inside_a_text(tmp_
             path.write_bytes(body + b"\n" + b" " * room + b"]" + b"\n" * after)
             fd = os.open(path, os.O_RDONLY)
             try:
-                assert inbox_file.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
+                assert inbox_end.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
             finally:
                 os.close(fd)
     path.write_bytes(body + b"\n" + b" " * 9000)  # torn: no closing bracket
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert inbox_file.content_end(fd, path.stat().st_size) is None
+        assert inbox_end.content_end(fd, path.stat().st_size) is None
     finally:
         os.close(fd)
 
@@ -119,7 +120,7 @@ def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bra
         fd = os.open(path, os.O_RDONLY)
         preads.clear()
         try:
-            assert inbox_file.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
+            assert inbox_end.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
         finally:
             os.close(fd)
         assert sum(preads) < 60 * 4096, (after, sum(preads))
@@ -153,3 +154,105 @@ def test_every_writer_of_ours_keeps_each_read_flag_inside_a_page(root: Path, tea
     assert len(mb.read()) == 1150 and flags_in_a_page()  # 350 moved to the archive
     mb.mark_read_where(lambda m: m.text.startswith("report 7"))  # a whole rewrite
     assert flags_in_a_page() and json.loads(mb.path.read_bytes())
+
+
+def _end(path: Path, after: int = 0) -> tuple[int, int] | None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return inbox_end.content_end(fd, path.stat().st_size, after)
+    finally:
+        os.close(fd)
+
+
+def test_where_a_look_last_found_the_end_never_changes_the_end_found(tmp_path: Path) -> None:
+    """A look that knows where it found the end before reads onward from there; from any
+    offset at all (an element's end, inside an element, inside a text of spaces, past the
+    bracket: the file may have been written over in place since), the end it finds is the one
+    found without it."""
+    entry = {"from": "bob", "text": "", "timestamp": "2026-11-27T00:00:00.000Z", "read": False}
+    spaces = "open}" + " " * 12_000 + "close"
+    path = tmp_path / "inbox.json"
+    layouts = {
+        "ours, with room": [entry | {"text": f"r{n} " + "y" * 200} for n in range(40)],
+        "a text of spaces last": [entry | {"text": f"r{n}"} for n in range(10)] + [entry | {"text": spaces}],
+        "a text of spaces inside": [entry | {"text": t} for t in ("a", spaces, "b", "c")],
+    }
+    for label, entries in layouts.items():
+        body = json.dumps(entries, indent=2)[:-2].encode()  # up to the last }, as Claude Code writes
+        for room in (0, 3000, 9000, 40_000):
+            path.write_bytes(body + b"\n" + b" " * room + b"]\n")
+            expected = (len(body), len(body) + 1 + room)
+            assert _end(path) == expected
+            for after in [*range(1, len(body) + room + 4, 97), len(body)]:
+                assert _end(path, after) == expected, (label, room, after)
+    # Our appends into the room: some start at the next page, some are led by spaces that move
+    # their read flag onto the next page; such a gap never holds a whole page of blanks.
+    box = Mailbox.__new__(Mailbox)
+    box.path, box._end = path, (0, 0)
+    path.write_bytes(inbox_file.format_array([inbox_file.encode_entry(entry)] * 400))  # past ROOM_FROM
+    for n in range(60):
+        box._append_locked(inbox_file.encode_entry(entry | {"text": f"m{n} " + "y" * (n * 97 % 3900)}))
+        size, data = path.stat().st_size, path.read_bytes()
+        found = _end(path)
+        assert found is not None
+        for after in range(1, size, 61):
+            assert _end(path, after) == found, (n, after)
+    assert len(re.findall(rb"\n  \} {20,},\n", data)) > 5, "gaps between elements were laid"
+
+
+def test_an_append_or_a_look_that_knows_where_the_end_was_reads_a_page_or_two(
+    root: Path, team: str, preads: list[int]
+) -> None:
+    """An append into a long pile's room reads onward from where this process's last append
+    (or look) found the end: a page or two, where stepping back from the bracket over the
+    room reads a dozen. Another writer's appends in between are found, and kept, all the same."""
+    mb, other = Mailbox(root, team, "team-lead"), Mailbox(root, team, "team-lead")
+    mb.create()
+    pile = [inbox_file.encode_entry(mailbox.new_message("bob", f"r{n} " + "y" * 300)) for n in range(3000)]
+    mb.path.write_bytes(inbox_file.format_array(pile))  # as written whole: no room yet
+    inode = mb.path.stat().st_ino
+    while mb.path.stat().st_ino == inode:  # over the bracket, until one would cross a page:
+        mb.append(sender="bob", text="first")  # that one rewrites the file, leaving room
+    roomy = mb.path.stat().st_ino
+    _, cursor = scan(mb, Cursor())
+    mb.append(sender="bob", text="second")
+    stranger = Mailbox(root, team, "team-lead")  # nothing known: steps back over the room
+    preads.clear()
+    stranger.append(sender="bob", text="third")
+    stepping = len(preads)
+    for n in range(5):
+        other.append(sender="ann", text=f"between {n}")
+    preads.clear()
+    mb.append(sender="bob", text="fourth")
+    assert len(preads) <= 5 < stepping, (preads, stepping)
+    preads.clear()
+    new, cursor = scan(mb, cursor)
+    assert [e.message.text for e in new] == ["second", "third", *(f"between {n}" for n in range(5)), "fourth"]
+    texts = [m["text"] for m in json.loads(mb.path.read_bytes())[3000:] if m["text"] != "first"]
+    assert texts == ["second", "third", *(f"between {n}" for n in range(5)), "fourth"]
+    assert mb.path.stat().st_ino == roomy, "every append since went into the room"
+
+
+def test_an_append_after_the_file_was_written_over_in_place_finds_its_true_end(root: Path, team: str) -> None:
+    """Claude Code rewrites an inbox in place (same inode): where this process's last append
+    ended means nothing in the new bytes. The next append still lands after the last element,
+    whatever lies at that offset now (an element, a text of spaces, nothing)."""
+    mb = Mailbox(root, team, "team-lead")
+    mb.create()
+    pile = [inbox_file.encode_entry(mailbox.new_message("bob", f"r{n} " + "y" * 300)) for n in range(300)]
+    mb.path.write_bytes(inbox_file.format_array(pile))
+    mb.append(sender="bob", text="mine")
+    inode = mb.path.stat().st_ino
+    entry = {"from": "ann", "text": "", "timestamp": "2026-11-27T00:00:00.000Z", "read": True}
+    for rewritten in (
+        [entry | {"text": "short"}],
+        [entry | {"text": f"c{n} " + "z" * 500} for n in range(400)],
+        [entry | {"text": "a"}, entry | {"text": " " * 200_000}],
+    ):
+        with open(mb.path, "r+b") as f:  # as Claude Code writes: truncate, then the whole array
+            f.truncate(0)
+            f.write(json.dumps(rewritten, indent=2).encode())
+        assert mb.path.stat().st_ino == inode
+        mb.append(sender="bob", text="after")
+        texts = [m["text"] for m in json.loads(mb.path.read_bytes())]
+        assert texts == [*(m["text"] for m in rewritten), "after"]
