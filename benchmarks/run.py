@@ -190,15 +190,32 @@ def tables(results: dict[str, Any]) -> list[Table]:
                 _ms(r.get("claim_p50", float("nan"))),
             )
         out.append(t)
-        t = Table(title="a burst of tasks into idle teammates")
-        for col in ("teammates", "tasks", "completed", "seconds", "tasks/s", "wakes", "wakes/task"):
+        t = Table(
+            title="a burst of tasks into idle teammates (s: the creating call, then to the last completed; the median run)"
+        )
+        burst_cols = (
+            "teammates",
+            "tasks",
+            "completed",
+            "runs",
+            "seconds",
+            "create",
+            "work",
+            "tasks/s",
+            "wakes",
+            "wakes/task",
+        )
+        for col in burst_cols:
             t.add_column(col, justify="right")
         for r in results["tasks"]["bursts"]:
             t.add_row(
                 str(r["teammates"]),
                 str(r["tasks"]),
                 str(r["completed"]),
+                str(r.get("rounds", 1)),
                 f"{r['seconds']:.2f}",
+                f"{r.get('create_s', math.nan):.2f}",
+                f"{r.get('work_s', math.nan):.2f}",
                 f"{r['tasks_per_s']:.0f}",
                 str(r["wakes"]),
                 f"{r['wakes_per_task']:.2f}",

@@ -72,28 +72,55 @@ def create_to_claimed(via: str, samples: int, teammates: int = 4) -> dict[str, A
 
 
 def burst(teammates: int, tasks: int) -> dict[str, Any]:
+    """A burst of ``tasks`` into ``teammates`` idle teammates: from the call that creates
+    them to the last one completed, as its file records it (the write that marked it so:
+    a poll every 50 ms would add up to 50 ms to a burst of about a second). The two phases
+    apart: ``create_s``, the call writing every task under the list's lock (no teammate can
+    claim one before it returns), and ``work_s``, from its return to the last completion.
+    Teams of different sizes are compared on ``work_s``: the creating call is the same work
+    whatever the team's size, and its time varies tenfold from run to run on this machine's
+    ext4 (without a journal, a new file skips the inodes freed in the last 30 s)."""
     with scratch() as root, team_of(root, teammates) as (team, _):
         time.sleep(0.5)
         before = team.status().task_wakes
-        t0 = time.perf_counter()
+        t0 = time.time_ns()
         team.tasks.create_many([(f"burst {i}", "", None, None, []) for i in range(tasks)])
+        created = time.time_ns()
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if all(t.status == "completed" for t in team.tasks.list()):
                 break
             time.sleep(0.05)
-        seconds = time.perf_counter() - t0
-        done = sum(1 for t in team.tasks.list() if t.status == "completed")
+        done = [t for t in team.tasks.list() if t.status == "completed"]
+        finished = max((os.stat(team.paths.task(t.id)).st_mtime_ns for t in done), default=created)
         wakes = team.status().task_wakes - before
+    seconds = (finished - t0) / 1e9
     return {
         "teammates": teammates,
         "tasks": tasks,
-        "completed": done,
+        "completed": len(done),
         "seconds": seconds,
-        "tasks_per_s": done / seconds,
+        "create_s": (created - t0) / 1e9,
+        "work_s": (finished - created) / 1e9,
+        "tasks_per_s": len(done) / seconds,
         "wakes": wakes,
         "wakes_per_task": wakes / tasks,
     }
+
+
+def bursts(sizes: tuple[tuple[int, int], ...], rounds: int) -> list[dict[str, Any]]:
+    """Each size ``rounds`` times, the order reversed every other round (4, 64, 64, 4, …) so
+    that a drift in the machine falls on both alike; each size's median run, with every run's
+    figures kept."""
+    runs: dict[int, list[dict[str, Any]]] = {t: [] for t, _ in sizes}
+    for i in range(rounds):
+        for t, k in sizes if i % 2 == 0 else tuple(reversed(sizes)):
+            runs[t].append(burst(t, k))
+    out = []
+    for t, _ in sizes:
+        ordered = sorted(runs[t], key=lambda r: r["work_s"])
+        out.append({**ordered[len(ordered) // 2], "rounds": rounds, "runs": runs[t]})
+    return out
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -101,13 +128,12 @@ def run(quick: bool) -> dict[str, Any]:
     n = 20 if quick else 100
     rows = [create_to_claimed("api", n), create_to_claimed("cli", max(5, n // 5))]
     sizes = ((4, 100), (16, 100)) if quick else ((4, 1000), (64, 1000))
-    bursts = [burst(t, k) for t, k in sizes]
+    small, large = bursts(sizes, 1 if quick else 3)
     api, cli = rows
-    small, large = bursts
     return {
         "load_average": {"before": load, "after": os.getloadavg()},
         "rows": rows,
-        "bursts": bursts,
+        "bursts": [small, large],
         "targets": [
             {
                 "target": "task create → claimed p50 ≤ 1 ms via the API",
@@ -125,9 +151,10 @@ def run(quick: bool) -> dict[str, Any]:
                 "met": large["wakes_per_task"] <= 2.0,
             },
             {
-                "target": f"the burst into {large['teammates']} teammates is at least as fast as into {small['teammates']} (ratio of times)",
-                "value": large["seconds"] / small["seconds"],
-                "met": large["seconds"] <= small["seconds"],
+                "target": f"the burst into {large['teammates']} teammates is at least as fast as into "
+                f"{small['teammates']}, from the tasks written to the last completed (ratio of medians)",
+                "value": large["work_s"] / small["work_s"],
+                "met": large["work_s"] <= small["work_s"],
             },
         ],
     }

@@ -43,6 +43,9 @@ def test_bench_quick_runs_every_suite(tmp_path: Path) -> None:
     assert zmq_rows and poll_rows and all(r["lost"] == 0 for r in zmq_rows + poll_rows)
     assert all(math.isfinite(r["p50"]) and r["p50"] > 0 for r in rows)
     assert all(r["exactly_once"] for r in data["contention"]["appends"] + data["contention"]["claims"])
+    bursts = data["tasks"]["bursts"]
+    assert all(b["completed"] == b["tasks"] and 0 < b["create_s"] < b["seconds"] for b in bursts)
+    assert all(b["seconds"] == pytest.approx(b["create_s"] + b["work_s"]) for b in bursts)
     hosts = data["hosts"]
     assert all(r["lost"] == 0 and math.isfinite(r["p50"]) for r in hosts["rows"])
     assert all(r["exactly_once"] for r in hosts["claims"])
