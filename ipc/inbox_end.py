@@ -2,8 +2,9 @@
 
 A rewrite of a long inbox leaves room (spaces) before the closing bracket for the appends
 that follow, an eighth of the file: megabytes for a long pile of unread reports. The end of
-the last element is found by stepping over that room a page at a time, or by reading onward
-from where this process found it last; the room itself is never read.
+the last element is found by stepping back over that room a page at a time, or by reading
+onward from where this process found it last: a few pages at the room's ends are read,
+never the whole of it.
 """
 
 from __future__ import annotations
@@ -70,11 +71,12 @@ def _bracket_before(fd: int, close: int) -> bool:
 
 def _end_onward(fd: int, start: int, bracket: int) -> int | None:
     """The array's content end found forward from ``start`` (where a look of this process
-    found it before, in the same file), reading at most :data:`ONWARD_PAGES` pages: the last
-    byte that is not a blank before the first whole page of blanks (the room), or before the
-    ``bracket``; it must close an element. None where that cannot be seen so (more was
-    appended since than the pages read, or the file was written over in place): the caller
-    looks back from the bracket instead."""
+    found it before), reading the rest of that page and :data:`ONWARD_PAGES` more: the offset
+    just past the last byte that is not a blank before the first whole page of blanks (the
+    room), or before the ``bracket``; the bytes there must close an element. None where that
+    cannot be seen so (more was appended since than the pages read, or ``start`` means
+    nothing in this file: written over in place, or another file): the caller steps back from
+    the bracket instead. So any ``start`` is safe; a stale one only costs the reads."""
     if not ELEMENT_END_LEN <= start <= bracket:
         return None
     first = (start // PAGE + 1) * PAGE  # the first whole page past ``start``

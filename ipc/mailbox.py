@@ -113,7 +113,7 @@ class Mailbox:
         self.agent = normalise_agent_name(agent)
         self.path = self.paths.inbox(self.agent)
         self._quiet: tuple[FileKey | None, float] = (None, 0.0)  # see take
-        self._end: tuple[int, int] = (0, 0)  # (inode, offset): where this object's last append ended
+        self._end: tuple[int, int] = (0, 0)  # (inode, offset): where this object's last append ended (a hint)
         self._store: TeamConfigStore | None = None  # the team's config, for appends not checked by the caller
 
     # ------------------------------------------------------------ reading (no lock)
@@ -287,6 +287,7 @@ class Mailbox:
                 return
             if plan is not None and size >= inbox_file.ROOM_FROM:
                 inbox_file.rewrite_with_room(fd, self.path, size, plan)
+                self._end = (os.stat(self.path).st_ino, plan.offset + len(plan.block))
                 return
         finally:
             os.close(fd)

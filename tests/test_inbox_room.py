@@ -170,12 +170,13 @@ def test_where_a_look_last_found_the_end_never_changes_the_end_found(tmp_path: P
     bracket: the file may have been written over in place since), the end it finds is the one
     found without it."""
     entry = {"from": "bob", "text": "", "timestamp": "2026-11-27T00:00:00.000Z", "read": False}
-    spaces = "open}" + " " * 12_000 + "close"
+    spaces = "open\n  }" + " " * 12_000 + "close"  # as an element's close looks, but for the newline
     path = tmp_path / "inbox.json"
     layouts = {
         "ours, with room": [entry | {"text": f"r{n} " + "y" * 200} for n in range(40)],
         "a text of spaces last": [entry | {"text": f"r{n}"} for n in range(10)] + [entry | {"text": spaces}],
         "a text of spaces inside": [entry | {"text": t} for t in ("a", spaces, "b", "c")],
+        "a close of spaces": [entry | {"text": "a"}, entry | {"text": "x  }" + " " * 9000 + "y"}],
     }
     for label, entries in layouts.items():
         body = json.dumps(entries, indent=2)[:-2].encode()  # up to the last }, as Claude Code writes
@@ -226,10 +227,19 @@ def test_an_append_or_a_look_that_knows_where_the_end_was_reads_a_page_or_two(
     mb.append(sender="bob", text="fourth")
     assert len(preads) <= 5 < stepping, (preads, stepping)
     preads.clear()
+    mb.append(sender="bob", text="fifth")  # alone: onward from its own last end
+    assert len(preads) <= 5, preads
+    preads.clear()
     new, cursor = scan(mb, cursor)
-    assert [e.message.text for e in new] == ["second", "third", *(f"between {n}" for n in range(5)), "fourth"]
+    assert [e.message.text for e in new] == [
+        "second",
+        "third",
+        *(f"between {n}" for n in range(5)),
+        "fourth",
+        "fifth",
+    ]
     texts = [m["text"] for m in json.loads(mb.path.read_bytes())[3000:] if m["text"] != "first"]
-    assert texts == ["second", "third", *(f"between {n}" for n in range(5)), "fourth"]
+    assert texts == ["second", "third", *(f"between {n}" for n in range(5)), "fourth", "fifth"]
     assert mb.path.stat().st_ino == roomy, "every append since went into the room"
 
 
