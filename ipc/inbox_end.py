@@ -123,7 +123,7 @@ def content_end(fd: int, size: int, after: int = 0) -> tuple[int, int] | None:
         if onward is not None:
             return onward, close - 1
         end, sure_too = solid_end(fd, close - 1)
-        if (sure and sure_too) or os.pread(fd, 4, max(0, end - 4)) == ELEMENT_END:
+        if (sure and sure_too) or os.pread(fd, ELEMENT_END_LEN, max(0, end - ELEMENT_END_LEN)) == ELEMENT_END:
             return end, close - 1
     close = _solid_end_read(fd, size)
     if not _bracket_before(fd, close):
