@@ -242,8 +242,8 @@ def rewrite_with_room(fd: int, path: Path, size: int, plan: Placement) -> None:
     an eighth of the file of spaces before the bracket: a pile is then rewritten once per an
     eighth of its length appended, so a rewrite costs each append about eight times its own
     bytes however long the pile grows (a fixed room made that grow with the pile: an hour's
-    soak copied its 50 MB lead inbox every few seconds). The room is stepped over, never
-    read (:func:`ipc.inbox_end.solid_end`). The bytes before the new element stay where they were, so a
+    soak copied its 50 MB lead inbox every few seconds). The room is read only at its ends
+    (:mod:`ipc.inbox_end`). The bytes before the new element stay where they were, so a
     reader's cursor holds."""
     with atomic_write_from(path) as write:
         done = 0
