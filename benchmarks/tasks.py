@@ -79,7 +79,7 @@ def burst(teammates: int, tasks: int) -> dict[str, Any]:
     claim one before it returns), and ``work_s``, from its return to the last completion.
     Teams of different sizes are compared on ``work_s``: the creating call is the same work
     whatever the team's size, and its time varies tenfold from run to run on this machine's
-    ext4 (without a journal, a new file skips the inodes freed in the last 30 s)."""
+    ext4 (without a journal, a new file skips recently freed inodes one by one)."""
     with scratch() as root, team_of(root, teammates) as (team, _):
         time.sleep(0.5)
         before = team.status().task_wakes
