@@ -82,6 +82,14 @@ def test_a_text_holding_pages_of_spaces_is_not_taken_for_the_room(root: Path, te
     assert [e.message.text for e in entries] == texts
 
 
+def _end(path: Path, after: int = 0) -> tuple[int, int] | None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return inbox_end.content_end(fd, path.stat().st_size, after)
+    finally:
+        os.close(fd)
+
+
 def test_the_end_of_an_inbox_is_found_past_its_room_and_never_inside_a_text(tmp_path: Path) -> None:
     """content_end steps over the room before the bracket (and the newlines after it) a page
     at a time; a text that holds pages of spaces just before the room does not fool it."""
@@ -92,17 +100,9 @@ def test_the_end_of_an_inbox_is_found_past_its_room_and_never_inside_a_text(tmp_
         # Rooms of one to four pages: the gallop skips the page holding the text's end for some.
         for room, after in ((0, 1), (10, 0), *((r, 3) for r in range(4096, 20_000, 500)), (300_000, 5000)):
             path.write_bytes(body + b"\n" + b" " * room + b"]" + b"\n" * after)
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                assert inbox_end.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
-            finally:
-                os.close(fd)
+            assert _end(path) == (len(body), len(body) + 1 + room)
     path.write_bytes(body + b"\n" + b" " * 9000)  # torn: no closing bracket
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        assert inbox_end.content_end(fd, path.stat().st_size) is None
-    finally:
-        os.close(fd)
+    assert _end(path) is None
 
 
 def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bracket(
@@ -117,12 +117,8 @@ def test_the_end_of_a_long_pile_is_found_in_a_few_pages_whatever_follows_its_bra
     room = 6_000_000
     for after in (0, 1, 4000, 5700, 6000, 6500, 9000, 20_000):
         path.write_bytes(body + b"\n" + b" " * room + b"]" + b"\n" * after)
-        fd = os.open(path, os.O_RDONLY)
         preads.clear()
-        try:
-            assert inbox_end.content_end(fd, path.stat().st_size) == (len(body), len(body) + 1 + room)
-        finally:
-            os.close(fd)
+        assert _end(path) == (len(body), len(body) + 1 + room)
         assert sum(preads) < 60 * 4096, (after, sum(preads))
 
 
@@ -154,14 +150,6 @@ def test_every_writer_of_ours_keeps_each_read_flag_inside_a_page(root: Path, tea
     assert len(mb.read()) == 1150 and flags_in_a_page()  # 350 moved to the archive
     mb.mark_read_where(lambda m: m.text.startswith("report 7"))  # a whole rewrite
     assert flags_in_a_page() and json.loads(mb.path.read_bytes())
-
-
-def _end(path: Path, after: int = 0) -> tuple[int, int] | None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return inbox_end.content_end(fd, path.stat().st_size, after)
-    finally:
-        os.close(fd)
 
 
 def test_where_a_look_last_found_the_end_never_changes_the_end_found(tmp_path: Path) -> None:
