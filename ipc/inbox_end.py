@@ -21,20 +21,21 @@ ONWARD_PAGES = 2  # read onward from where a look last found the end, before ste
 BLANK = b" \t\r\n"  # JSON's whitespace
 
 
-def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool]:
+def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool, bytes]:
     """The offset just past the last byte before ``below`` of the file open at ``fd`` that is
-    not in ``blank`` (0 if there is none), and whether every byte between was read (rather
-    than a whole page of blanks taken to be followed by more blanks).
+    not in ``blank`` (0 if there is none), whether every byte between was read (rather
+    than a whole page of blanks taken to be followed by more blanks), and that byte (empty
+    if there is none): the caller looking for a bracket need not read it again.
 
     Whitespace is stepped over a page at a time, galloping then halving: the room a rewrite
     leaves before the bracket (an eighth of the file, megabytes for a long pile of unread
     reports) costs a few reads of a page, not its length."""
     if below <= 0:
-        return 0, True
+        return 0, True, b""
     page = (below - 1) // PAGE * PAGE
     tail = os.pread(fd, below - page, page).rstrip(blank)
     if tail:
-        return page + len(tail), True
+        return page + len(tail), True, tail[-1:]
     clear, step, solid = page, PAGE, -1  # pages from `clear` up hold only blanks
     while clear > 0:
         probe = max(0, clear - step)
@@ -43,14 +44,15 @@ def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool]:
             break
         clear, step = probe, step * 2
     if solid < 0:
-        return 0, False
+        return 0, False, b""
     while clear - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `clear` not
         middle = (solid + clear) // 2 // PAGE * PAGE
         if os.pread(fd, PAGE, middle).strip(blank):
             solid = middle
         else:
             clear = middle
-    return solid + len(os.pread(fd, PAGE, solid).rstrip(blank)), solid + PAGE == page
+    last = os.pread(fd, PAGE, solid).rstrip(blank)
+    return solid + len(last), solid + PAGE == page, last[-1:]
 
 
 def _solid_end_read(fd: int, below: int) -> int:
@@ -112,17 +114,17 @@ def content_end(fd: int, size: int, after: int = 0) -> tuple[int, int] | None:
     # The bracket first, past the newlines each append into the room adds after it (up to
     # one per append since the last rewrite): stepping over whitespace there would go on
     # into the room and miss the bracket's page.
-    close, sure = solid_end(fd, size, b"\n")
-    if not _bracket_before(fd, close):
-        close, sure = solid_end(fd, size)  # other writers' blanks after the bracket
-    if not _bracket_before(fd, close):
+    close, sure, last = solid_end(fd, size, b"\n")
+    if last != b"]":
+        close, sure, last = solid_end(fd, size)  # other writers' blanks after the bracket
+    if last != b"]":
         if sure:
             return None  # what ends the file is not a bracket
     else:
         onward = _end_onward(fd, after, close - 1) if after else None
         if onward is not None:
             return onward, close - 1
-        end, sure_too = solid_end(fd, close - 1)
+        end, sure_too, _ = solid_end(fd, close - 1)
         if (sure and sure_too) or os.pread(fd, ELEMENT_END_LEN, max(0, end - ELEMENT_END_LEN)) == ELEMENT_END:
             return end, close - 1
     close = _solid_end_read(fd, size)

@@ -241,8 +241,9 @@ class Mailbox:
         if self.path.parent not in _known_dirs:
             ensure_dir(self.path.parent)
             _known_dirs.add(self.path.parent)
+        block = inbox_file.element(entry)  # formatted before the lock: the lock is held for less
         with locked(self.path, root=self.paths.root):
-            self._append_locked(entry)
+            self._append_locked(entry, block)
 
     def append_handed(self, message: InboxMessage, hand: Callable[[InboxMessage], bool]) -> InboxMessage:
         """Append ``message`` after offering it to ``hand`` under the inbox's lock: if ``hand``
@@ -267,11 +268,11 @@ class Mailbox:
             self._append_locked(inbox_file.encode_entry(message))
         return message
 
-    def _append_locked(self, entry: bytes) -> None:
+    def _append_locked(self, entry: bytes, block: bytes = b"") -> None:
         """Append one encoded entry (caller holds the lock): in place (in the room before the
         bracket, or over it) when the write stays inside one page, so a kill cannot tear it;
-        else one rewrite, with room for the next appends past ``inbox_file.ROOM_FROM``."""
-        block = inbox_file.element(entry)
+        else one rewrite, with room past ``inbox_file.ROOM_FROM``. ``block``: ``entry`` as an element."""
+        block = block or inbox_file.element(entry)
         with os_errors(f"cannot open {self.path}"):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -281,8 +282,8 @@ class Mailbox:
             plan = inbox_file.append_in_place(fd, size, block, after) if size else None
             if plan is not None and within_a_page(plan.offset, len(plan.data)):
                 write_at(fd, self.path, plan.offset, plan.data)
-                if plan.in_room:  # a space past the end: an append always grows the file (see take)
-                    write_at(fd, self.path, os.fstat(fd).st_size, b"\n")
+                if plan.in_room:  # a newline past the end: an append always grows the file (see take)
+                    write_at(fd, self.path, size, b"\n")
                 self._end = (info.st_ino, plan.offset + len(plan.block))
                 return
             if plan is not None and size >= inbox_file.ROOM_FROM:

@@ -6,6 +6,7 @@ through :func:`team_dirname` or :func:`agent_filename`, which leave only ``[a-zA
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -63,11 +64,13 @@ def task_number(task_id: str) -> str:
     return str(int(task_id)) if isinstance(task_id, str) and TASK_ID.fullmatch(task_id) else task_id
 
 
+@functools.lru_cache(maxsize=4096)  # on every send's path; a refused name is not kept
 def normalise_team_name(name: str) -> str:
     """Claude Code's rule: every character but [a-zA-Z0-9] becomes '-', then lower case."""
     return _check_name("team", name, re.sub(r"[^a-zA-Z0-9]", "-", name).lower())
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_agent_name(name: str) -> str:
     """Claude Code's rule for names in paths: every character but [a-zA-Z0-9_-] becomes '-'."""
     return _check_name("agent", name, re.sub(r"[^a-zA-Z0-9_-]", "-", name))
