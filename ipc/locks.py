@@ -28,54 +28,16 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ipc.boundary import filelock_errors, reason
 from ipc.errors import LockTimeout, StorageError
+from ipc.lock_settings import claude_locks_setting, default_timeout, lock_backend, spin_seconds
 from ipc.paths import FILE_MODE
-from ipc.settings import env
 
-DEFAULT_LOCK_TIMEOUT = 30.0
 STALE_SECONDS = 10.0  # proper-lockfile's default, as Claude Code uses it
 REFRESH_SECONDS = 5.0  # proper-lockfile refreshes at stale / 2
 _SIGNATURE_NS = 424_242  # sub-millisecond part of the mtime of our lock directories
-ClaudeLocks = Literal["auto", "always", "never"]
-LockBackend = Literal["flock", "filelock"]
-
-
-def _timeout_from_env() -> float:
-    """``AGENTTEAMS_LOCK_TIMEOUT``: seconds a lock wait lasts before LockTimeout (default 30)."""
-    value = env("AGENTTEAMS_LOCK_TIMEOUT", "")
-    try:
-        seconds = float(value) if value else DEFAULT_LOCK_TIMEOUT
-    except ValueError:
-        raise StorageError(f"AGENTTEAMS_LOCK_TIMEOUT={value!r}; use a number of seconds") from None
-    if seconds <= 0:
-        raise StorageError(f"AGENTTEAMS_LOCK_TIMEOUT={value!r}; use a positive number of seconds")
-    return seconds
-
-
-_lock_timeout: float | None = None  # from the environment at the first lock, unless set
-
-
-def _default_timeout() -> float:
-    global _lock_timeout
-    if _lock_timeout is None:
-        _lock_timeout = _timeout_from_env()
-    return _lock_timeout
-
-
-def set_default_lock_timeout(seconds: float) -> None:
-    """This process's lock timeout (the default 30 s covers a stale Claude Code lock)."""
-    global _lock_timeout
-    _lock_timeout = seconds
-
-
-def lock_backend() -> LockBackend:
-    value = env("AGENTTEAMS_LOCK", "flock")
-    if value not in ("flock", "filelock"):
-        raise StorageError(f"AGENTTEAMS_LOCK={value!r}; use flock or filelock")
-    return value  # type: ignore[return-value]
 
 
 def own_lock_path(path: Path) -> Path:
@@ -107,13 +69,6 @@ _CLAUDE_MARKERS = (
 )
 _root_cache: dict[Path, tuple[float, bool]] = {}
 _RECHECK_SECONDS = 5.0
-
-
-def claude_locks_setting() -> ClaudeLocks:
-    value = env("AGENTTEAMS_CLAUDE_LOCKS", "auto")
-    if value not in ("auto", "always", "never"):
-        raise StorageError(f"AGENTTEAMS_CLAUDE_LOCKS={value!r}; use auto, always or never")
-    return value  # type: ignore[return-value]
 
 
 def is_claude_root(root: Path) -> bool:
@@ -163,13 +118,20 @@ def _open_lock_file(path: Path) -> int:
 
 
 def _flock(fd: int, path: Path, deadline: float | None) -> None:
-    """Poll (a blocking flock cannot time out): at most every 5 ms while the wait is short,
-    then less often the longer it lasts, up to every 50 ms with jitter, so that hundreds of
-    waiters do not spend the CPU the holder needs to finish."""
+    """Take the flock on ``fd``: retried at once for a while (:func:`spin_seconds`), then polled (a
+    blocking flock cannot time out): at most every 5 ms while the wait is short, then less
+    often the longer it lasts, up to every 50 ms with jitter, so that hundreds of waiters do
+    not spend the CPU the holder needs to finish.
+
+    Why the spin: an append holds an inbox's lock some 30 µs. A waiter that went to sleep at
+    once left the lock to whoever held it last, which took it again and again while the
+    other core idled: 16 writers appended no faster than one (measured: 16,000 appends/s
+    without the spin, 22,000 with it, on 2 cores)."""
     if deadline is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return
     delay = 0.0002
+    spin = -1.0  # read at the first refusal: a lock taken at once costs nothing more
     started = time.monotonic()
     while True:
         try:
@@ -177,6 +139,10 @@ def _flock(fd: int, path: Path, deadline: float | None) -> None:
             return
         except BlockingIOError:
             now = time.monotonic()
+            if spin < 0:
+                spin = spin_seconds()
+            if now - started < spin:
+                continue
             if now >= deadline:
                 raise LockTimeout(f"timed out waiting for lock {path}") from None
             time.sleep(delay)
@@ -352,12 +318,13 @@ class Guard:
 class _Plan:
     """Which lock files one target needs, worked out once per process."""
 
-    __slots__ = ("own", "peer")
+    __slots__ = ("paths",)
 
     def __init__(self, path: Path) -> None:
-        self.own = own_lock_path(path)
-        peer = path.parent / ".lock"
-        self.peer = peer if path.parent.name == "inboxes" else None  # claude-code-teams-mcp
+        # Ours, then claude-code-teams-mcp's for an inbox: taken even before that peer made
+        # it, so its first write races no one.
+        own = own_lock_path(path)
+        self.paths = (own, path.parent / ".lock") if path.parent.name == "inboxes" else (own,)
 
 
 _plans: dict[Path, _Plan] = {}
@@ -376,7 +343,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
     def __init__(self, path: Path, *, root: Path, timeout: float | None = -1.0) -> None:
         self.path = path
         self.root = root
-        self.timeout = _default_timeout() if timeout is not None and timeout < 0 else timeout
+        self.timeout = default_timeout() if timeout is not None and timeout < 0 else timeout
         self.fds: list[int] = []
         self.filelocks: list[Any] = []
         self.guard: Guard | None = None
@@ -387,9 +354,14 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
             plan = _plans[self.path] = _Plan(self.path)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            self._flock(plan.own, deadline)
-            if plan.peer is not None:  # taken even before a peer made it: its first write races no one
-                self._flock(plan.peer, deadline)
+            if lock_backend() == "filelock":
+                for path in plan.paths:
+                    self._filelock(path, deadline)
+            else:
+                for path in plan.paths:  # all opened before any is taken: the first is held for less
+                    self.fds.append(_open_lock_file(path))
+                for fd, path in zip(self.fds, plan.paths, strict=True):
+                    _flock(fd, path, deadline)
             self.guard = Guard(is_claude_root(self.root), deadline)
             self.guard.also(self.path)
         except BaseException:
@@ -397,19 +369,14 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
             raise
         return self.guard
 
-    def _flock(self, path: Path, deadline: float | None) -> None:
-        if lock_backend() == "filelock":
-            import filelock
+    def _filelock(self, path: Path, deadline: float | None) -> None:
+        import filelock
 
-            remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            lock = filelock.UnixFileLock(str(path), timeout=remaining, mode=FILE_MODE)
-            with filelock_errors(path, self.timeout):
-                lock.acquire()
-            self.filelocks.append(lock)
-            return
-        fd = _open_lock_file(path)
-        self.fds.append(fd)
-        _flock(fd, path, deadline)
+        remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        lock = filelock.UnixFileLock(str(path), timeout=remaining, mode=FILE_MODE)
+        with filelock_errors(path, self.timeout):
+            lock.acquire()
+        self.filelocks.append(lock)
 
     def _release(self) -> None:
         if self.guard is not None:

@@ -184,13 +184,13 @@ def test_archive_scanned_keeps_an_entry_that_is_not_a_message(root: Path, team: 
 def test_a_take_from_an_inbox_left_with_nothing_unread_takes_no_lock_and_one_with_a_message_does(
     root: Path, team: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ipc import locks
+    from ipc import lock_settings, locks
     from ipc.errors import LockTimeout
 
     mb = Mailbox(root, team, "alice")
     mb.append(sender="bob", text="already handed over")
     mb.mark_all_read()  # this reader left nothing unread, and the file has not changed since
-    monkeypatch.setattr(locks, "_lock_timeout", 0.2)
+    monkeypatch.setattr(lock_settings, "_lock_timeout", 0.2)
     with locks.locked(mb.path, root=mb.paths.root):  # a writer (or Claude Code) holds the inbox
         assert mb.take(lambda unread: 0) == []  # answered from a stat, without waiting
     mb.append(sender="bob", text="new")

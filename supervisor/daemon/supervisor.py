@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ipc import control, locks, memtrace, subagents, worktrees
+from ipc import control, lock_settings, memtrace, subagents, worktrees
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError, InvalidInput, NotFound
@@ -81,7 +81,7 @@ class Supervisor:
     # ------------------------------------------------------------ start-up
 
     def start(self) -> None:
-        locks.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
+        lock_settings.set_default_lock_timeout(SUPERVISOR_LOCK_TIMEOUT)
         # Sized for every agent the open-file limit could hold; each is admitted on arrival.
         self.capacity = Capacity(per_agent_files=FILES_PER_AGENT if self.zmq else 1)
         self.ctx = context(self.capacity.max_sockets)

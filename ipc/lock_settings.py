@@ -1,0 +1,74 @@
+"""What the environment says about locks: which kind, how long a wait lasts, how long a
+busy lock is retried before the waiter sleeps, and whether Claude Code's lock is taken.
+Read once per process, at the first lock that needs it; a bad value is a one-line error."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Literal
+
+from ipc.errors import StorageError
+from ipc.settings import env
+
+DEFAULT_LOCK_TIMEOUT = 30.0
+DEFAULT_SPIN_US = 200.0  # some six holds of an inbox's lock by an append (see ipc.locks._flock)
+ClaudeLocks = Literal["auto", "always", "never"]
+LockBackend = Literal["flock", "filelock"]
+
+
+def _number_from_env(name: str, default: float, unit: str, *, zero_ok: bool) -> float:
+    value = env(name, "")
+    try:
+        number = float(value) if value else default
+    except ValueError:
+        raise StorageError(f"{name}={value!r}; use a number of {unit}") from None
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero_ok):
+        least = "0 or more" if zero_ok else "a positive number of"
+        raise StorageError(f"{name}={value!r}; use {least} {unit}")
+    return number
+
+
+_lock_timeout: float | None = None  # from the environment at the first lock, unless set
+_spin: float | None = None
+
+
+def default_timeout() -> float:
+    """``AGENTTEAMS_LOCK_TIMEOUT``: seconds a lock wait lasts before LockTimeout (default 30)."""
+    global _lock_timeout
+    if _lock_timeout is None:
+        _lock_timeout = _number_from_env(
+            "AGENTTEAMS_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT, "seconds", zero_ok=False
+        )
+    return _lock_timeout
+
+
+def set_default_lock_timeout(seconds: float) -> None:
+    """This process's lock timeout (the default 30 s covers a stale Claude Code lock)."""
+    global _lock_timeout
+    _lock_timeout = seconds
+
+
+def spin_seconds() -> float:
+    """``AGENTTEAMS_LOCK_SPIN_US``: how long a busy flock is retried at once before the
+    waiter sleeps; 200 µs by default where this process may run on more than one CPU, else
+    0 (on one CPU a waiter that spins only keeps the holder from running)."""
+    global _spin
+    if _spin is None:
+        default = DEFAULT_SPIN_US if len(os.sched_getaffinity(0)) > 1 else 0.0
+        _spin = _number_from_env("AGENTTEAMS_LOCK_SPIN_US", default, "microseconds", zero_ok=True) / 1e6
+    return _spin
+
+
+def lock_backend() -> LockBackend:
+    value = env("AGENTTEAMS_LOCK", "flock")
+    if value not in ("flock", "filelock"):
+        raise StorageError(f"AGENTTEAMS_LOCK={value!r}; use flock or filelock")
+    return value  # type: ignore[return-value]
+
+
+def claude_locks_setting() -> ClaudeLocks:
+    value = env("AGENTTEAMS_CLAUDE_LOCKS", "auto")
+    if value not in ("auto", "always", "never"):
+        raise StorageError(f"AGENTTEAMS_CLAUDE_LOCKS={value!r}; use auto, always or never")
+    return value  # type: ignore[return-value]

@@ -1,0 +1,102 @@
+"""How a wait for a busy lock behaves: retried at once for a while (so a lock held for
+microseconds changes hands without a sleep), then polled; and its settings."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ipc import lock_settings, locks
+from ipc.errors import StorageError
+
+
+def _hold_then_free(path: Path, held: threading.Event, seconds: float) -> None:
+    """Hold the flock of ``path`` on a descriptor of its own (another holder, as far as
+    flock is concerned), then let it go."""
+    fd = os.open(locks.own_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    held.set()
+    threading.Event().wait(seconds)  # not time.sleep: the test counts the waiter's calls of that
+    os.close(fd)
+
+
+def _wait_counting_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spin: float) -> list[float]:
+    target = tmp_path / "inbox.json"
+    monkeypatch.setattr(lock_settings, "_spin", spin)
+    sleeps: list[float] = []
+    real_sleep = time.sleep
+    held = threading.Event()
+    holder = threading.Thread(target=_hold_then_free, args=(target, held, 0.05))
+    holder.start()
+    held.wait()
+
+    def counted_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr("time.sleep", counted_sleep)
+    try:
+        with locks.locked(target, root=tmp_path, timeout=10):
+            pass
+    finally:
+        monkeypatch.setattr("time.sleep", real_sleep)
+        holder.join()
+    return sleeps
+
+
+def test_a_lock_freed_while_the_waiter_spins_is_taken_without_a_sleep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _wait_counting_sleeps(tmp_path, monkeypatch, spin=5.0) == []
+
+
+def test_without_the_spin_the_waiter_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _wait_counting_sleeps(tmp_path, monkeypatch, spin=0.0)  # the check above can fail
+
+
+def test_the_spin_is_off_on_one_cpu_and_200us_on_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTTEAMS_LOCK_SPIN_US", raising=False)
+    for cpus, expected in (({0}, 0.0), ({0, 1}, 200e-6)):
+        monkeypatch.setattr(lock_settings, "_spin", None)
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid, cpus=cpus: cpus)
+        assert lock_settings.spin_seconds() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("fast", "AGENTTEAMS_LOCK_SPIN_US='fast'; use a number of microseconds"),
+        ("-5", "AGENTTEAMS_LOCK_SPIN_US='-5'; use 0 or more microseconds"),
+        ("nan", "AGENTTEAMS_LOCK_SPIN_US='nan'; use 0 or more microseconds"),
+        ("inf", "AGENTTEAMS_LOCK_SPIN_US='inf'; use 0 or more microseconds"),
+    ],
+)
+def test_a_bad_spin_setting_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, value: str, error: str
+) -> None:
+    monkeypatch.setattr(lock_settings, "_spin", None)
+    monkeypatch.setenv("AGENTTEAMS_LOCK_SPIN_US", value)
+    with pytest.raises(StorageError) as caught:
+        lock_settings.spin_seconds()
+    assert str(caught.value) == error
+
+
+def test_a_spin_setting_is_read_in_microseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lock_settings, "_spin", None)
+    monkeypatch.setenv("AGENTTEAMS_LOCK_SPIN_US", "0")
+    assert lock_settings.spin_seconds() == 0.0
+    monkeypatch.setattr(lock_settings, "_spin", None)
+    monkeypatch.setenv("AGENTTEAMS_LOCK_SPIN_US", "1500")
+    assert lock_settings.spin_seconds() == pytest.approx(0.0015)
+
+
+def test_a_bad_timeout_setting_is_still_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lock_settings, "_lock_timeout", None)
+    monkeypatch.setenv("AGENTTEAMS_LOCK_TIMEOUT", "0")
+    with pytest.raises(StorageError, match=r"AGENTTEAMS_LOCK_TIMEOUT='0'; use a positive number of seconds$"):
+        lock_settings.default_timeout()
