@@ -28,6 +28,7 @@ def _hold_then_free(path: Path, held: threading.Event, seconds: float) -> None:
 def _wait_counting_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spin: float) -> list[float]:
     target = tmp_path / "inbox.json"
     monkeypatch.setattr(lock_settings, "_spin", spin)
+    monkeypatch.setattr(locks, "_spinning", locks._Spinning())  # no spins lost before this one
     sleeps: list[float] = []
     real_sleep = time.sleep
     held = threading.Event()
@@ -57,6 +58,23 @@ def test_a_lock_freed_while_the_waiter_spins_is_taken_without_a_sleep(
 
 def test_without_the_spin_the_waiter_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _wait_counting_sleeps(tmp_path, monkeypatch, spin=0.0)  # the check above can fail
+
+
+def test_a_process_whose_spins_are_mostly_lost_spins_at_every_fourth_wait_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lock_settings, "_spin", 200e-6)
+    spinning = locks._Spinning()
+    assert [spinning.budget() for _ in range(4)] == [200e-6] * 4  # a new process spins
+    for _ in range(8):
+        spinning.note(won=False)  # three in four lost, as among 64 teammates reporting to a lead
+        spinning.note(won=False)
+        spinning.note(won=False)
+        spinning.note(won=True)
+    assert [spinning.budget() for _ in range(8)] == [0.0, 0.0, 0.0, 200e-6] * 2
+    for _ in range(8):
+        spinning.note(won=True)  # the crowd thinned: the probes win
+    assert [spinning.budget() for _ in range(4)] == [200e-6] * 4
 
 
 def test_the_spin_is_off_on_one_cpu_and_200us_on_more(monkeypatch: pytest.MonkeyPatch) -> None:
