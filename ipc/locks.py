@@ -380,6 +380,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
         if plan is None:
             plan = _plans[self.path] = _Plan(self.path)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        claude = is_claude_root(self.root)  # asked before the flocks: they are held for less
         try:
             if lock_backend() == "filelock":
                 for path in plan.paths:
@@ -389,7 +390,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
                     self.fds.append(_open_lock_file(path))
                 for fd, path in zip(self.fds, plan.paths, strict=True):
                     _flock(fd, path, deadline)
-            self.guard = Guard(is_claude_root(self.root), deadline)
+            self.guard = Guard(claude, deadline)
             self.guard.also(self.path)
         except BaseException:
             self._release()
