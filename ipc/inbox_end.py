@@ -21,6 +21,21 @@ ONWARD_PAGES = 2  # read onward from where a look last found the end, before ste
 BLANK = b" \t\r\n"  # JSON's whitespace
 
 
+def rstrip_blank(data: bytes, blank: bytes = BLANK) -> bytes:
+    """``data.rstrip(blank)``, a page of spaces at a fifth of the cost: ``rstrip`` with a set
+    tests each byte against it, the built-in ``rstrip()`` (ASCII whitespace) does not. The
+    exact strip runs only where that took a byte outside ``blank`` (``\x0b``, ``\x0c``)."""
+    cut = data.rstrip()
+    if len(cut) < len(data) and data[len(cut) :].translate(None, blank):
+        return data.rstrip(blank)
+    return cut
+
+
+def is_blank(data: bytes, blank: bytes = BLANK) -> bool:
+    """``not data.strip(blank)``, as :func:`rstrip_blank` does it."""
+    return not data.strip() and not data.translate(None, blank)
+
+
 def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool, bytes]:
     """The offset just past the last byte before ``below`` of the file open at ``fd`` that is
     not in ``blank`` (0 if there is none), whether every byte between was read (rather
@@ -33,13 +48,13 @@ def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool, byt
     if below <= 0:
         return 0, True, b""
     page = (below - 1) // PAGE * PAGE
-    tail = os.pread(fd, below - page, page).rstrip(blank)
+    tail = rstrip_blank(os.pread(fd, below - page, page), blank)
     if tail:
         return page + len(tail), True, tail[-1:]
     clear, step, solid = page, PAGE, -1  # pages from `clear` up hold only blanks
     while clear > 0:
         probe = max(0, clear - step)
-        if os.pread(fd, PAGE, probe).strip(blank):
+        if not is_blank(os.pread(fd, PAGE, probe), blank):
             solid = probe
             break
         clear, step = probe, step * 2
@@ -47,11 +62,11 @@ def solid_end(fd: int, below: int, blank: bytes = BLANK) -> tuple[int, bool, byt
         return 0, False, b""
     while clear - solid > PAGE:  # the page at `solid` holds more than blanks; the one at `clear` not
         middle = (solid + clear) // 2 // PAGE * PAGE
-        if os.pread(fd, PAGE, middle).strip(blank):
+        if not is_blank(os.pread(fd, PAGE, middle), blank):
             solid = middle
         else:
             clear = middle
-    last = os.pread(fd, PAGE, solid).rstrip(blank)
+    last = rstrip_blank(os.pread(fd, PAGE, solid), blank)
     return solid + len(last), solid + PAGE == page, last[-1:]
 
 
@@ -59,7 +74,7 @@ def _solid_end_read(fd: int, below: int) -> int:
     """:func:`solid_end` reading every byte: from ``below`` back, a chunk at a time."""
     while below > 0:
         start = max(0, below - COPY_CHUNK)
-        piece = os.pread(fd, below - start, start).rstrip(BLANK)
+        piece = rstrip_blank(os.pread(fd, below - start, start))
         if piece:
             return start + len(piece)
         below = start
@@ -87,13 +102,13 @@ def _end_onward(fd: int, start: int, bracket: int) -> int | None:
     data = os.pread(fd, limit - origin, origin)
     end = -1
     for page in range(first - origin, limit - origin - PAGE + 1, PAGE):
-        if not data[page : page + PAGE].strip(BLANK):
-            end = len(data[:page].rstrip(BLANK))
+        if is_blank(data[page : page + PAGE]):
+            end = len(rstrip_blank(data[:page]))
             break
     if end < 0:
         if limit < bracket:
             return None  # content past what was read, or pages of spaces in a text
-        end = len(data.rstrip(BLANK))
+        end = len(rstrip_blank(data))
     closes = end >= ELEMENT_END_LEN and data[end - ELEMENT_END_LEN : end] == ELEMENT_END
     return origin + end if closes else None
 

@@ -4,6 +4,7 @@ every writer of ours keeps each read flag inside one page."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -254,3 +255,15 @@ def test_an_append_after_the_file_was_written_over_in_place_finds_its_true_end(r
         mb.append(sender="bob", text="after")
         texts = [m["text"] for m in json.loads(mb.path.read_bytes())]
         assert texts == [*(m["text"] for m in rewritten), "after"]
+
+
+def test_the_quick_strips_of_blanks_answer_as_the_exact_ones() -> None:
+    # Every string of up to 6 bytes over JSON's whitespace, the two ASCII whitespace bytes
+    # JSON does not allow (which the built-in strip takes too), and two others.
+    alphabet = [b" ", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"}", b"a"]
+    for length in range(7):
+        for parts in itertools.product(alphabet, repeat=length):
+            data = b"".join(parts)
+            for blank in (inbox_end.BLANK, b"\n"):
+                assert inbox_end.rstrip_blank(data, blank) == data.rstrip(blank), (data, blank)
+                assert inbox_end.is_blank(data, blank) == (not data.strip(blank)), (data, blank)
