@@ -24,7 +24,8 @@ BLANK = b" \t\r\n"  # JSON's whitespace
 def rstrip_blank(data: bytes, blank: bytes = BLANK) -> bytes:
     """``data.rstrip(blank)``, a page of spaces at a fifth of the cost: ``rstrip`` with a set
     tests each byte against it, the built-in ``rstrip()`` (ASCII whitespace) does not. The
-    exact strip runs only where that took a byte outside ``blank`` (``\x0b``, ``\x0c``)."""
+    exact strip runs only where that took a byte outside ``blank`` (``\x0b``, ``\x0c``).
+    Exact for any ``blank`` made of ASCII whitespace, as every caller's is."""
     cut = data.rstrip()
     if len(cut) < len(data) and data[len(cut) :].translate(None, blank):
         return data.rstrip(blank)

@@ -119,10 +119,10 @@ def _open_lock_file(path: Path) -> int:
 
 class _Spinning:
     """Whether a wait for a busy flock spins first: while at least one in three of this
-    process's recent spins won the lock. Where fewer do, each lost spin 200 µs of a CPU that
-    others need (64 teammates reporting to one lead at once lost three spins in four; 16
-    writers into one inbox, one in four), only every fourth wait spins, to see whether that
-    has changed."""
+    process's recent spins won the lock. Where fewer do, each lost spin costing 200 µs of a
+    CPU that others need (64 teammates reporting to one lead at once lost three spins in
+    four; 16 writers into one inbox, one in four), only every fourth wait spins, to see
+    whether that has changed."""
 
     def __init__(self) -> None:
         self.odds = 1.0  # a moving average of spins won (1) and lost (0)
@@ -165,7 +165,7 @@ def _flock(fd: int, path: Path, deadline: float | None) -> None:
             now = time.monotonic()
             if spin < 0:
                 spin = _spinning.budget()
-            if now - started < spin:
+            if now - started < spin and now < deadline:
                 continue
             if spin > 0:
                 _spinning.note(won=False)
@@ -371,6 +371,7 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path, root=roo
         self.path = path
         self.root = root
         self.timeout = default_timeout() if timeout is not None and timeout < 0 else timeout
+        spin_seconds()  # a bad setting refuses every lock, not only the first one found busy
         self.fds: list[int] = []
         self.filelocks: list[Any] = []
         self.guard: Guard | None = None

@@ -12,35 +12,38 @@ from pathlib import Path
 import pytest
 
 from ipc import lock_settings, locks
-from ipc.errors import StorageError
-
-
-def _hold_then_free(path: Path, held: threading.Event, seconds: float) -> None:
-    """Hold the flock of ``path`` on a descriptor of its own (another holder, as far as
-    flock is concerned), then let it go."""
-    fd = os.open(locks.own_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    held.set()
-    threading.Event().wait(seconds)  # not time.sleep: the test counts the waiter's calls of that
-    os.close(fd)
+from ipc.errors import LockTimeout, StorageError
 
 
 def _wait_counting_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spin: float) -> list[float]:
+    """Take the lock of a file while another descriptor holds it (another holder, as far as
+    flock is concerned), with the spin set to ``spin``; the sleeps of this thread's wait.
+    The holder lets go at the waiter's first sleep (so a waiter that sleeps is seen to), or
+    after 0.2 s (a waiter that spins for longer takes it then without a sleep)."""
     target = tmp_path / "inbox.json"
     monkeypatch.setattr(lock_settings, "_spin", spin)
     monkeypatch.setattr(locks, "_spinning", locks._Spinning())  # no spins lost before this one
+    waiter = threading.get_ident()
     sleeps: list[float] = []
+    slept = threading.Event()
     real_sleep = time.sleep
-    held = threading.Event()
-    holder = threading.Thread(target=_hold_then_free, args=(target, held, 0.05))
-    holder.start()
-    held.wait()
 
     def counted_sleep(seconds: float) -> None:
-        sleeps.append(seconds)
+        if threading.get_ident() == waiter:  # not another thread's (the lock refresher's)
+            sleeps.append(seconds)
+            slept.set()
         real_sleep(seconds)
 
+    fd = os.open(locks.own_lock_path(target), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def let_go() -> None:
+        slept.wait(0.2)
+        os.close(fd)
+
+    holder = threading.Thread(target=let_go)
     monkeypatch.setattr("time.sleep", counted_sleep)
+    holder.start()
     try:
         with locks.locked(target, root=tmp_path, timeout=10):
             pass
@@ -58,6 +61,21 @@ def test_a_lock_freed_while_the_waiter_spins_is_taken_without_a_sleep(
 
 def test_without_the_spin_the_waiter_sleeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _wait_counting_sleeps(tmp_path, monkeypatch, spin=0.0)  # the check above can fail
+
+
+def test_a_spin_ends_at_the_waits_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "inbox.json"
+    monkeypatch.setattr(lock_settings, "_spin", 60.0)
+    monkeypatch.setattr(locks, "_spinning", locks._Spinning())
+    fd = os.open(locks.own_lock_path(target), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        started = time.monotonic()
+        with pytest.raises(LockTimeout), locks.locked(target, root=tmp_path, timeout=0.05):
+            pass
+        assert time.monotonic() - started < 30  # the deadline, not the minute's spin
+    finally:
+        os.close(fd)
 
 
 def test_a_process_whose_spins_are_mostly_lost_spins_at_every_fourth_wait_only(
@@ -89,9 +107,10 @@ def test_the_spin_is_off_on_one_cpu_and_200us_on_more(monkeypatch: pytest.Monkey
     ("value", "error"),
     [
         ("fast", "AGENTTEAMS_LOCK_SPIN_US='fast'; use a number of microseconds"),
-        ("-5", "AGENTTEAMS_LOCK_SPIN_US='-5'; use 0 or more microseconds"),
-        ("nan", "AGENTTEAMS_LOCK_SPIN_US='nan'; use 0 or more microseconds"),
-        ("inf", "AGENTTEAMS_LOCK_SPIN_US='inf'; use 0 or more microseconds"),
+        ("-5", "AGENTTEAMS_LOCK_SPIN_US='-5'; use 0 to 10000 microseconds"),
+        ("nan", "AGENTTEAMS_LOCK_SPIN_US='nan'; use 0 to 10000 microseconds"),
+        ("inf", "AGENTTEAMS_LOCK_SPIN_US='inf'; use 0 to 10000 microseconds"),
+        ("20000", "AGENTTEAMS_LOCK_SPIN_US='20000'; use 0 to 10000 microseconds"),
     ],
 )
 def test_a_bad_spin_setting_is_a_one_line_error(
@@ -118,3 +137,14 @@ def test_a_bad_timeout_setting_is_still_a_one_line_error(monkeypatch: pytest.Mon
     monkeypatch.setenv("AGENTTEAMS_LOCK_TIMEOUT", "0")
     with pytest.raises(StorageError, match=r"AGENTTEAMS_LOCK_TIMEOUT='0'; use a positive number of seconds$"):
         lock_settings.default_timeout()
+
+
+def test_a_bad_spin_setting_refuses_a_free_lock_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lock_settings, "_spin", None)
+    monkeypatch.setenv("AGENTTEAMS_LOCK_SPIN_US", "fast")
+    with (
+        pytest.raises(StorageError, match="AGENTTEAMS_LOCK_SPIN_US='fast'"),
+        locks.locked(tmp_path / "inbox.json", root=tmp_path),
+    ):
+        pass  # not only at the first lock found busy, maybe hours into a run
+    assert not locks.own_lock_path(tmp_path / "inbox.json").exists()  # nothing made
