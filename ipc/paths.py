@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from ipc.clock import now_ms
@@ -64,13 +65,19 @@ def task_number(task_id: str) -> str:
     return str(int(task_id)) if isinstance(task_id, str) and TASK_ID.fullmatch(task_id) else task_id
 
 
-@functools.lru_cache(maxsize=4096)  # on every send's path; a refused name is not kept
+def _kept(rule: Callable[[str], str]) -> Callable[[str], str]:
+    """``rule`` with its answers kept (it is on every send's path; a refused name is not),
+    its signature still the one the type checker sees."""
+    return functools.lru_cache(maxsize=4096)(rule)
+
+
+@_kept
 def normalise_team_name(name: str) -> str:
     """Claude Code's rule: every character but [a-zA-Z0-9] becomes '-', then lower case."""
     return _check_name("team", name, re.sub(r"[^a-zA-Z0-9]", "-", name).lower())
 
 
-@functools.lru_cache(maxsize=4096)
+@_kept
 def normalise_agent_name(name: str) -> str:
     """Claude Code's rule for names in paths: every character but [a-zA-Z0-9_-] becomes '-'."""
     return _check_name("agent", name, re.sub(r"[^a-zA-Z0-9_-]", "-", name))
