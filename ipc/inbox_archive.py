@@ -52,7 +52,7 @@ def elements(fd: int) -> Iterator[bytes]:
         raise NotPretty("the inbox does not end with a closing bracket")
     last, bracket = ends
     for at in range(last, bracket, CHUNK):
-        if os.pread(fd, min(CHUNK, bracket - at), at).strip(inbox_end.BLANK):
+        if not inbox_end.is_blank(os.pread(fd, min(CHUNK, bracket - at), at)):
             raise NotPretty("the inbox holds more than blanks after what was taken for its last element")
     buf = os.pread(fd, min(CHUNK, last), 0)
     done = len(buf)
