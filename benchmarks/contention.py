@@ -13,6 +13,10 @@ from ipc import Mailbox, TaskList, TeamConfigStore
 from ipc import mailbox as mailbox_module
 
 CTX = mp.get_context("fork")
+# The same number of appends in every row, quick or not: long enough (half a second or more)
+# that the writers' start is not what is measured (at 2,000, 16 writers measured 16,000/s
+# where 10,000 measure 20,000); the inbox ends with that many unread messages.
+APPENDS_PER_ROW = 10_000
 
 
 class _TimedLock:
@@ -123,10 +127,7 @@ def claims(claimers: int, tasks: int) -> dict[str, Any]:
 
 def run(quick: bool) -> dict[str, Any]:
     sizes = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32)
-    # The same number of appends in every row, quick or not: long enough (half a second or
-    # more) that the writers' start is not what is measured (at 2,000, 16 writers measured
-    # 16,000/s where 10,000 measure 20,000); the inbox ends with that many unread messages.
-    append_rows = [appends(n, 10_000 // n) for n in sizes]
+    append_rows = [appends(n, APPENDS_PER_ROW // n) for n in sizes]
     claim_rows = [claims(n, 50 if quick else 200) for n in ((4, 16) if quick else (1, 4, 16, 32))]
     sixteen = next((r for r in append_rows if r["writers"] == 16), None)
     targets = []

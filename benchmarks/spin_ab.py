@@ -43,7 +43,10 @@ def _rounds(count: int, measure: Any) -> list[dict[str, Any]]:
 
 
 def _appends() -> dict[str, Any]:
-    return {f"appends_per_s_{n}": contention.appends(n, 10_000 // n)["appends_per_s"] for n in (1, 2, 16, 32)}
+    return {
+        f"appends_per_s_{n}": contention.appends(n, contention.APPENDS_PER_ROW // n)["appends_per_s"]
+        for n in (1, 2, 16, 32)
+    }
 
 
 def _burst() -> dict[str, Any]:
