@@ -67,20 +67,21 @@ class BubblePolicy(ModePolicy):
         ring(ctx, parent)
         limit = timeout()
         deadline = time.monotonic() + limit
-        while True:
-            got = subagents.take_answer(ctx.paths, ctx.name, request.request_id)
-            if got is not None:
-                return got.approved, got.updated_input or args, got.reason
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                subagents.take_answer(ctx.paths, ctx.name, request.request_id, withdraw=True)
-                return (
-                    False,
-                    args,
-                    f"{parent} gave no answer to permission request {request.request_id} within {limit:g}s",
-                )
-            woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
-            ctx.frames.extend(woke.frames)
+        with ctx.off_cpu():
+            while True:
+                got = subagents.take_answer(ctx.paths, ctx.name, request.request_id)
+                if got is not None:
+                    return got.approved, got.updated_input or args, got.reason
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    subagents.take_answer(ctx.paths, ctx.name, request.request_id, withdraw=True)
+                    return (
+                        False,
+                        args,
+                        f"{parent} gave no answer to permission request {request.request_id} within {limit:g}s",
+                    )
+                woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
+                ctx.frames.extend(woke.frames)
 
 
 def answer_pending(ctx: AgentContext, ids: list[str], *, can_take_turn: bool) -> PermissionRequest | None:

@@ -80,6 +80,7 @@ class Channel(Protocol):
 
     def hello(self, agent: str, pid: int) -> None: ...
     def state(self, state: str, task: str = "") -> None: ...
+    def waiting(self, waiting: bool) -> None: ...
     def tasks_ready(self, ids: list[str]) -> None: ...
     def waker(self) -> Waker | None: ...
     def wait(self, timeout: float | None = None) -> Wakeup: ...
@@ -112,6 +113,9 @@ class ZmqChannel:
 
     def state(self, state: str, task: str = "") -> None:
         self.link.send(link.State(state=state, task=task))  # type: ignore[arg-type]
+
+    def waiting(self, waiting: bool) -> None:
+        self.link.send(link.Waiting(waiting=waiting))
 
     def tasks_ready(self, ids: list[str]) -> None:
         self.link.send(control.TasksReady(id="", ids=ids))
@@ -153,6 +157,9 @@ class PollChannel:
         pass
 
     def state(self, state: str, task: str = "") -> None:
+        pass
+
+    def waiting(self, waiting: bool) -> None:
         pass
 
     def tasks_ready(self, ids: list[str]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,7 @@ class AgentContext:
         self.mailbox = self.state.mailbox(self.spec.agent_name)
         self.tasks = self.state.tasks
         self._control: ControlClient | None = None
+        self.waiting = False  # its turn waits on another process now (see off_cpu)
         self.team_deleted = False  # the lead deleted its team: nothing left to lead
         self.team_ours = False  # the lead may delete its team: it was made for this run
         self.keep_reason = ""  # why it may not, when whoever started the lead said
@@ -97,6 +99,21 @@ class AgentContext:
         if self._control is None:
             self._control = ControlClient(self.paths.runtime_dir())
         return self._control
+
+    @contextmanager
+    def off_cpu(self) -> Iterator[None]:
+        """While the turn waits on another process (a command, a subagent, an answer): the
+        supervisor caps the turns that compute at once, and may start another meanwhile."""
+        if self.waiting:
+            yield  # within a wait already
+            return
+        self.waiting = True
+        self.channel.waiting(True)
+        try:
+            yield
+        finally:
+            self.waiting = False
+            self.channel.waiting(False)
 
     def close(self) -> None:
         if self._control is not None:

@@ -80,6 +80,9 @@ class LeadChannel:
     def state(self, state: str, task: str = "") -> None:
         pass  # the supervisor watches the lead's pid, not its state
 
+    def waiting(self, waiting: bool) -> None:
+        pass  # nor counts its turns
+
     def tasks_ready(self, ids: list[str]) -> None:
         try:
             self.control.call(control.TasksReady(id=control.new_id(), ids=ids), timeout=10)

@@ -16,14 +16,15 @@ def wait_for_reply(
     """The first unread message that ``match``es, taken (marked read); None after
     ``timeout`` s. Other messages stay unread for the loop; link frames are kept for it."""
     deadline = time.monotonic() + timeout
-    while True:
-        taken = ctx.mailbox.take_where(match, limit=1)
-        if taken and ctx.gate.admit(taken[0]) is not None:
-            return taken[0]
-        if taken:
-            continue  # a forged answer: refused and reported; the real one may still come
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
-        ctx.frames.extend(woke.frames)
+    with ctx.off_cpu():
+        while True:
+            taken = ctx.mailbox.take_where(match, limit=1)
+            if taken and ctx.gate.admit(taken[0]) is not None:
+                return taken[0]
+            if taken:
+                continue  # a forged answer: refused and reported; the real one may still come
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            woke = ctx.channel.wait(min(remaining, ctx.spec.fallback_poll))
+            ctx.frames.extend(woke.frames)

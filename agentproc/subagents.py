@@ -39,16 +39,17 @@ def wait(ctx: AgentContext, subagent: str, timeout: float | None = None) -> Suba
     """The subagent's result once it has ended (or as it stands after ``timeout`` s). Its end
     wakes us; link frames that arrive meanwhile are kept for the loop."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        result = subagents.read(ctx.paths, subagent)
-        if result.status != "running":
-            return result
-        remaining = 5.0 if deadline is None else deadline - time.monotonic()
-        if remaining <= 0:
-            return result
-        _bubble().answer_pending(ctx, [subagent], can_take_turn=False)  # what it asks, meanwhile
-        woke = ctx.channel.wait(min(remaining, 5.0))
-        ctx.frames.extend(woke.frames)
+    with ctx.off_cpu():
+        while True:
+            result = subagents.read(ctx.paths, subagent)
+            if result.status != "running":
+                return result
+            remaining = 5.0 if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return result
+            _bubble().answer_pending(ctx, [subagent], can_take_turn=False)  # what it asks, meanwhile
+            woke = ctx.channel.wait(min(remaining, 5.0))
+            ctx.frames.extend(woke.frames)
 
 
 def auto_background() -> float | None:
@@ -68,38 +69,39 @@ def wait_foreground(ctx: AgentContext, subagent: str) -> SubagentResult | None:
     every = ctx.check_in_every if ctx.check_in is not None else 0.0
     next_check = time.monotonic() + every if every > 0 else None
     checks = 0
-    while True:
-        result = subagents.read(ctx.paths, subagent)
-        if result.status != "running":
-            return result
-        moved = "a person" if result.background else ""  # (its record says who)
-        if not moved and deadline is not None and time.monotonic() >= deadline:
-            moved = "the auto-background timeout"
-        asked = _bubble().answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
-        if asked is not None:  # the lead's model answers it in its next turn
-            ctx.bubbled.discard(asked.request_id)
-            moved = moved or "a request only the lead can answer"
-        if (
-            not moved
-            and next_check is not None
-            and ctx.check_in is not None
-            and time.monotonic() >= next_check
-        ):
-            if not subagents.checked_in(ctx.paths, subagent):
-                continue  # it has just ended: its result, as usual
-            checks += 1
-            if ctx.check_in(_check(ctx, result, checks)):
-                moved = f"its parent's model at check-in {checks}"
-            next_check = time.monotonic() + every
-        if moved:
-            try:
-                subagents.to_background(ctx.paths, subagent, by=moved)
-            except AgentTeamsError:
-                continue  # it has just ended: its result, as usual
-            ctx.background.add(subagent)
-            return None
-        woke = ctx.channel.wait(_until(deadline, next_check))
-        ctx.frames.extend(woke.frames)
+    with ctx.off_cpu():
+        while True:
+            result = subagents.read(ctx.paths, subagent)
+            if result.status != "running":
+                return result
+            moved = "a person" if result.background else ""  # (its record says who)
+            if not moved and deadline is not None and time.monotonic() >= deadline:
+                moved = "the auto-background timeout"
+            asked = _bubble().answer_pending(ctx, [subagent], can_take_turn=ctx.spec.role == "lead")
+            if asked is not None:  # the lead's model answers it in its next turn
+                ctx.bubbled.discard(asked.request_id)
+                moved = moved or "a request only the lead can answer"
+            if (
+                not moved
+                and next_check is not None
+                and ctx.check_in is not None
+                and time.monotonic() >= next_check
+            ):
+                if not subagents.checked_in(ctx.paths, subagent):
+                    continue  # it has just ended: its result, as usual
+                checks += 1
+                if ctx.check_in(_check(ctx, result, checks)):
+                    moved = f"its parent's model at check-in {checks}"
+                next_check = time.monotonic() + every
+            if moved:
+                try:
+                    subagents.to_background(ctx.paths, subagent, by=moved)
+                except AgentTeamsError:
+                    continue  # it has just ended: its result, as usual
+                ctx.background.add(subagent)
+                return None
+            woke = ctx.channel.wait(_until(deadline, next_check))
+            ctx.frames.extend(woke.frames)
 
 
 def _until(*moments: float | None) -> float:

@@ -277,7 +277,7 @@ def run(quick: bool, max_teammates: int | None = None) -> dict[str, Any]:
         "rows": rows,
         "nofile_hard": hard,
         "cores": os.cpu_count(),
-        "turn_caps": {"cpu_bound": turn_caps()[True], "api": turn_caps()[False]},
+        "turn_caps": {"cpu_bound": turn_caps()[True]._asdict(), "api": turn_caps()[False]._asdict()},
         "load_average": {"before": load, "after": os.getloadavg()},
         "targets": _targets(rows),
     }

@@ -34,6 +34,9 @@ class Roster:
     def idle(self) -> list[Child]:
         return cast(list[Child], [Named(n) for n in self.idle_names])
 
+    def is_idle(self, name: str) -> bool:
+        return name in self.idle_names
+
     def on_hello(self, name: str) -> None:
         pass
 
@@ -62,7 +65,7 @@ def routing(
             router.open(name)
             agents[name] = link.AgentLink(ctx, tmp_path, name)
             agents[name].send(link.Hello(agent=name, pid=1))  # connected both ways before the test
-            wait_for(lambda name=name: router.links[name].receive(), 5)
+            wait_for(lambda: router.links.receive(), 5)
         yield router, roster, agents
     finally:
         for agent in agents.values():
@@ -77,8 +80,8 @@ def frames_to(agent: link.AgentLink) -> list[link.Frame]:
     return cast(list[link.Frame], wait_for(agent.receive, 5))
 
 
-def said(router: Router, agent: link.AgentLink, name: str, frame: link.Frame) -> None:
-    """``frame`` from agent ``name``, handled by the router."""
+def said(router: Router, agent: link.AgentLink, frame: link.Frame) -> None:
+    """``frame`` from ``agent``, handled by the router."""
     agent.send(frame)
-    wait_for(lambda: router.links[name].socket.poll(0), 5)
-    router._on_link(name)  # what the reactor calls when the link is readable
+    wait_for(lambda: router.links.socket.poll(0), 5)
+    router._on_links()  # what the reactor calls when the links are readable

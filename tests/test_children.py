@@ -357,6 +357,28 @@ def test_a_teammate_that_takes_work_instead_of_the_shutdown_is_stopped_at_once(
     assert procs.signals == [(a.pid, signal.SIGTERM)]
 
 
+def test_the_idle_teammates_a_wake_may_go_to_are_kept_most_recent_first(
+    world: tuple[Children, FakeProcesses, Port, Loop],
+) -> None:
+    children, _, _, loop = world
+    children.policy = RestartPolicy(mode="never")
+    for name in ("alice", "bob", "carol"):
+        children.add(spec(name))
+    children.add(msgspec.structs.replace(spec("dave"), backend="claude-code"))
+    children.add(msgspec.structs.replace(spec("sub"), role="subagent", parent="alice"))
+    for name in ("dave", "sub", "bob", "alice", "carol"):
+        children.on_hello(name)
+        children.on_state(name, "idle")
+    assert [c.name for c in children.idle()] == ["carol", "alice", "bob"], "not claude, no subagent"
+    children.on_state("alice", "running", "1")
+    assert [c.name for c in children.idle()] == ["carol", "bob"] and not children.is_idle("alice")
+    children.on_state("alice", "idle")
+    bob = children.by_name["bob"]
+    children.on_exit(bob.pid or 0, killed_by(9))  # gone: never woken again
+    loop.advance(1)
+    assert [c.name for c in children.idle()] == ["alice", "carol"] and not children.is_idle("bob")
+
+
 def test_a_subagent_dies_with_its_parent(world: tuple[Children, FakeProcesses, Port, Loop]) -> None:
     children, procs, _, _ = world
     parent = children.add(spec("alice"))

@@ -24,7 +24,7 @@ from ipc.paths import TeamPaths
 from ipc.schemas import Task, dump_json
 from ipc.storage import atomic_write
 from ipc.wake import on_call
-from supervisor.daemon.router import Router
+from supervisor.daemon.router import Router, TurnCap
 from tests.router_helpers import Roster, frames_to, routing, said
 from tests.runtime_helpers import running_team, wait_for
 
@@ -196,10 +196,10 @@ def test_ready_tasks_are_claimed_for_idle_teammates_and_queued_for_the_next(
     assert frames_to(agents["ann"]) == [link.Wake(task="1")]
     assert frames_to(agents["bob"]) == [link.Wake(task="2")]
     assert list(router.ready) == ["3"]
-    said(router, agents["ann"], "ann", link.State(state="running", task="1"))
-    said(router, agents["ann"], "ann", link.State(state="idle"))  # ann's turn ended: 3 is hers
+    said(router, agents["ann"], link.State(state="running", task="1"))
+    said(router, agents["ann"], link.State(state="idle"))  # ann's turn ended: 3 is hers
     assert frames_to(agents["ann"]) == [link.Wake(task="3")] and claimed[-1] == ("3", "ann")
-    said(router, agents["bob"], "bob", link.State(state="idle"))  # nothing left for bob
+    said(router, agents["bob"], link.State(state="idle"))  # nothing left for bob
     assert agents["bob"].receive() == [] and not router.ready
 
 
@@ -207,9 +207,9 @@ def test_the_on_call_teammate_rung_by_a_creator_is_not_woken_again(
     handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]], tmp_path: Path
 ) -> None:
     router, roster, agents, claimed = handing
-    said(router, agents["ann"], "ann", link.State(state="idle"))
+    said(router, agents["ann"], link.State(state="idle"))
     assert on_call(tmp_path) == "ann"
-    said(router, agents["bob"], "bob", link.State(state="idle"))
+    said(router, agents["bob"], link.State(state="idle"))
     assert on_call(tmp_path) == "ann", "the first idle stays on call"
     assert router.route_tasks(["5", "6"], relay=False, rung="ann") == ["ann", "bob"]
     assert claimed == [("6", "bob")], "ann claims for herself: only 6 is handed out"
@@ -221,13 +221,35 @@ def test_a_teammate_held_by_its_budget_or_back_off_is_handed_nothing_until_idle(
     handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]],
 ) -> None:
     router, roster, agents, claimed = handing
-    said(router, agents["ann"], "ann", link.State(state="held"))
-    said(router, agents["bob"], "bob", link.State(state="idle"))
+    said(router, agents["ann"], link.State(state="held"))
+    said(router, agents["bob"], link.State(state="idle"))
     assert router.route_tasks(["1", "2"], relay=False) == ["bob"]
     assert claimed == [("1", "bob")] and list(router.ready) == ["2"]
     assert agents["ann"].receive() == []
-    said(router, agents["ann"], "ann", link.State(state="idle"))  # its hold is over
+    said(router, agents["ann"], link.State(state="idle"))  # its hold is over
     assert frames_to(agents["ann"]) == [link.Wake(task="2")] and claimed[-1] == ("2", "ann")
+
+
+def test_a_turn_waiting_on_another_process_gives_its_room_to_the_next_within_the_cap_in_all(
+    tmp_path: Path,
+) -> None:
+    with routing(tmp_path, ("ann", "bob", "cid")) as (router, roster, agents):
+        router.hand_out = lambda pairs: pairs  # every pair claimed
+        router.caps = {True: TurnCap(computing=1, in_all=2), False: TurnCap(1, 2)}
+        roster.idle_names += ["ann", "bob", "cid"]
+        assert router.route_tasks(["1", "2", "3"], relay=False) == ["ann"]
+        assert frames_to(agents["ann"]) == [link.Wake(task="1")]
+        said(router, agents["ann"], link.State(state="running", task="1"))
+        said(router, agents["ann"], link.Waiting(waiting=True))  # ann's command runs
+        assert frames_to(agents["bob"]) == [link.Wake(task="2")]
+        said(router, agents["bob"], link.State(state="running", task="2"))
+        said(router, agents["bob"], link.Waiting(waiting=True))
+        assert agents["cid"].receive() == [] and list(router.ready) == ["3"], "two turns in all"
+        said(router, agents["ann"], link.Waiting(waiting=False))  # computing again
+        said(router, agents["bob"], link.State(state="idle"))  # bob's turn ended
+        assert agents["cid"].receive() == [] and list(router.ready) == ["3"], "ann computes"
+        said(router, agents["ann"], link.State(state="idle"))
+        assert frames_to(agents["ann"]) == [link.Wake(task="3")] and not router.ready
 
 
 def test_a_hand_out_that_meets_a_crowded_lock_keeps_its_tasks_and_tries_again(

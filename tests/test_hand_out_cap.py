@@ -21,7 +21,7 @@ from ipc.poller import close_context, context
 from ipc.tasks import TaskList
 from ipc.wake import QUEUED, Waker, queued
 from supervisor.daemon.reactor import Reactor
-from supervisor.daemon.router import CPU_TURNS_ENV, Roster, Router, turn_caps
+from supervisor.daemon.router import CPU_TURNS_ENV, Roster, Router, TurnCap, turn_caps
 from tests.runtime_helpers import running_team, wait_for
 
 
@@ -60,9 +60,10 @@ def test_with_a_cap_of_two_three_tasks_into_three_idle_teammates_run_two_at_a_ti
 
 
 def test_the_cap_is_a_few_turns_per_core_for_an_offline_model_and_many_for_an_api() -> None:
-    caps = turn_caps()
+    offline, api = turn_caps()[True], turn_caps()[False]
     cores = os.cpu_count() or 1
-    assert caps[True] >= cores and caps[False] >= 16 * caps[True]
+    assert offline.computing >= cores and offline.in_all >= 2 * offline.computing
+    assert api.computing == api.in_all >= 16 * offline.in_all
 
 
 def test_several_members_change_in_one_write_and_one_gone_is_skipped(tmp_path: Path) -> None:
@@ -106,13 +107,13 @@ def test_a_task_held_back_only_by_a_wake_that_came_to_nothing_is_handed_out_once
     reactor = Reactor()
     router = Router(reactor, ctx, tmp_path, waker)
     router.roster = cast(Roster, IdleRoster())
-    router.caps = {True: 1, False: 1}
+    router.caps = {True: TurnCap(1, 1), False: TurnCap(1, 1)}
     router.hand_out = lambda pairs: pairs  # every pair claimed
     router.open("bee")
     bee = link.AgentLink(ctx, tmp_path, "bee")
     try:
         bee.send(link.Hello(agent="bee", pid=1))  # connected both ways first
-        wait_for(lambda: router.links["bee"].receive(), 5)
+        wait_for(lambda: router.links.receive(), 5)
         router.claiming["ann"] = time.monotonic()  # rung for a task, took none, says nothing
         assert router.route_tasks(["7"]) == [] and list(router.ready) == ["7"]
         frames: list[link.Frame] = []
@@ -135,6 +136,9 @@ def test_a_task_held_back_only_by_a_wake_that_came_to_nothing_is_handed_out_once
 class IdleRoster:
     def idle(self) -> list[object]:
         return [type("Named", (), {"name": "bee"})()]
+
+    def is_idle(self, name: str) -> bool:
+        return name == "bee"
 
     def on_hello(self, name: str) -> None:
         pass

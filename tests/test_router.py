@@ -20,7 +20,7 @@ def routed(tmp_path: Path) -> Iterator[tuple[Router, Roster, link.AgentLink]]:
 
 
 def idle_report(router: Router, agent: link.AgentLink) -> None:
-    said(router, agent, "bee", link.State(state="idle"))
+    said(router, agent, link.State(state="idle"))
 
 
 def test_a_task_ready_while_no_one_is_idle_goes_to_the_next_idle_report(

@@ -15,6 +15,7 @@ import secrets
 import shlex
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ipc.permission_rules import subcommands
 from ipc.tool_inputs import BashInput
 
 OUTPUT_CAP = 30_000
+OFF_CPU_AFTER = 0.02  # s: a command still running by then is waited on, not computed with
 UNKNOWN = "?"
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 _DIR_CHANGES = ("cd", "pushd", "popd", "chdir")
@@ -121,7 +123,7 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
     ctx.tool_groups.add(proc.pid)
     timed_out = False
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        out = _output(ctx, proc, timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         try:
@@ -135,6 +137,19 @@ def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcom
     if timed_out:
         text += f"\nCommand timed out after {timeout_s:g}s and was killed"
     return BashOutcome(exit_code=proc.returncode, output=cap(text), timed_out=timed_out)
+
+
+def _output(ctx: AgentContext, proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
+    """The command's output once it exits (TimeoutExpired after ``timeout_s``). One that
+    runs past :data:`OFF_CPU_AFTER` is waited on off the turn's CPU (``ctx.off_cpu``)."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        return proc.communicate(timeout=min(timeout_s, OFF_CPU_AFTER))[0]
+    except subprocess.TimeoutExpired:
+        if timeout_s <= OFF_CPU_AFTER:
+            raise
+    with ctx.off_cpu():
+        return proc.communicate(timeout=max(0.0, deadline - time.monotonic()))[0]
 
 
 PREFIX = "bash-"  # a background shell's id; a subagent's starts with "sub-"

@@ -35,9 +35,10 @@ def _state(ctx: AgentContext, shell_id: str, shell: Shell) -> dict[str, Any]:
 
 def output(ctx: AgentContext, shell_id: str, block: bool, timeout_s: float) -> dict[str, Any]:
     shell = _shell(ctx, shell_id)
-    if block:
+    if block and shell.proc.poll() is None:
         try:
-            shell.proc.wait(timeout=timeout_s)
+            with ctx.off_cpu():
+                shell.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             pass
     return _state(ctx, shell_id, shell)

@@ -1,8 +1,8 @@
 """How many agents this supervisor can hold, and a clear refusal past that.
 
-Each agent costs the supervisor ZeroMQ sockets (its link, and a doorbell socket once the
-supervisor rings it) and open files (each socket's own event fd, the link's listener and
-connection, the doorbell's connection). The context is sized once, at start, for as many
+Each agent costs the supervisor a ZeroMQ socket (a doorbell socket, once the supervisor
+rings it) and open files (that socket's own event fd and connection, and the agent's
+connection to the links socket that all agents share). The context is sized once, at start, for as many
 agents as the hard open-file limit could hold; the soft limit is raised toward the hard one
 as agents arrive. An agent that cannot fit is refused before anything is written, with the
 limit named and what to change: never a ZeroMQ "Too many open files" mid-spawn.
@@ -20,9 +20,9 @@ from ipc.errors import LimitReached
 
 log = logging.getLogger("agentteams.supervisor")
 
-SOCKETS_PER_AGENT = 2  # its link, and a doorbell socket to ring it
-FILES_PER_AGENT = 6  # the link's 3 (event fd, listener, connection), the doorbell's 2, one spare
-RESERVED_SOCKETS = 16  # the control socket, the lead's doorbell, the Claude Code peers' sockets
+SOCKETS_PER_AGENT = 1  # a doorbell socket to ring it
+FILES_PER_AGENT = 4  # its connection to the links socket, the doorbell's 2, one spare
+RESERVED_SOCKETS = 16  # the links and control sockets, the lead's doorbell, the Claude Code peers'
 RESERVED_FILES = 64  # logs, locks, the signal pipe, the fork server, control callers, a lead agent
 
 

@@ -68,6 +68,7 @@ class Child:
     last_exit: str = ""
     ready_waiters: list[Done] = field(default_factory=list)
     stop_waiters: list[Done] = field(default_factory=list)
+    on_change: Callable[[Child], None] | None = None  # told of each change of state
 
     @property
     def name(self) -> str:
@@ -80,6 +81,8 @@ class Child:
     def to(self, new: TeammateState) -> None:
         check_transition(self.name, self.state, new)
         self.state = new
+        if self.on_change is not None:
+            self.on_change(self)
 
     def status(self) -> TeammateStatus:
         return TeammateStatus(
@@ -98,3 +101,26 @@ class Child:
 
     def reply(self) -> SpawnReply:
         return SpawnReply(name=self.name, pid=self.pid, color=self.spec.agent_color, state=str(self.state))
+
+
+class IdleTeammates:
+    """The idle teammates a wake may go to, kept as their states change (the router asks at
+    every report of every teammate), the most recently idle first: its process is the warmest."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Child] = {}  # the most recently idle last
+
+    def on_change(self, child: Child) -> None:
+        self._by_name.pop(child.name, None)
+        # Claude Code teammates poll for themselves: a wake would only hold a task for them.
+        if child.state == TeammateState.IDLE and child.spec.role == "teammate" and not child.spec.runs_claude:
+            self._by_name[child.name] = child
+
+    def forget(self, name: str) -> None:
+        self._by_name.pop(name, None)
+
+    def ordered(self) -> list[Child]:
+        return list(reversed(self._by_name.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name

@@ -24,7 +24,7 @@ from ipc.errors import AgentTeamsError, InvalidInput, LockTimeout, NotFound
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.replies import StopReply, TeammateStatus
 from ipc.schemas import TeammateTerminated
-from supervisor.daemon.child import Child, Done, ProcessSeam, TeamPort
+from supervisor.daemon.child import Child, Done, IdleTeammates, ProcessSeam, TeamPort
 from supervisor.daemon.policy import RestartPolicy
 from supervisor.daemon.reactor import Scheduler
 from supervisor.daemon.states import TeammateState
@@ -52,6 +52,7 @@ class Children:
         self.wait_for_hello = wait_for_hello  # False in poll mode: no link to say hello on
         self.by_name: dict[str, Child] = {}
         self.by_pid: dict[int, Child] = {}
+        self._idle = IdleTeammates()
         self.stopping_all = False
         self._all_stopped: Callable[[], None] | None = None
         self._down_grace = 0.0
@@ -68,16 +69,15 @@ class Children:
     def statuses(self) -> list[TeammateStatus]:
         return [c.status() for c in self.by_name.values()]
 
-    def any_alive(self) -> bool:
-        return any(c.alive for c in self.by_name.values())
-
     def idle(self) -> list[Child]:
-        # Claude Code teammates poll for themselves: a wake would only hold a task for them.
-        return [
-            c
-            for c in self.by_name.values()
-            if c.state == S.IDLE and c.spec.role == "teammate" and not c.spec.runs_claude
-        ]
+        return self._idle.ordered()
+
+    def is_idle(self, name: str) -> bool:
+        return name in self._idle
+
+    def _remove(self, child: Child) -> None:
+        self.by_name.pop(child.name, None)
+        self._idle.forget(child.name)
 
     # ------------------------------------------------------------ starting
 
@@ -85,7 +85,7 @@ class Children:
         """Start a new child; ``on_ready`` is called once it is ready (or failed to start)."""
         if self.stopping_all:
             raise InvalidInput("the team is shutting down; no new teammates")
-        child = Child(spec=spec)
+        child = Child(spec=spec, on_change=self._idle.on_change)
         self.by_name[spec.agent_name] = child
         self._launch(child, on_ready)
         return child
@@ -281,7 +281,7 @@ class Children:
         self._check_all_stopped()
 
     def _check_all_stopped(self) -> None:
-        if self.stopping_all and not self.any_alive():
+        if self.stopping_all and not any(c.alive for c in self.by_name.values()):
             done, self._all_stopped = self._all_stopped, None
             if done is not None:
                 done()
@@ -317,7 +317,7 @@ class Children:
         try:
             if child.spec.role != "teammate":
                 child.to(S.EXITED)
-                self.by_name.pop(child.name, None)
+                self._remove(child)
                 self.port.subagent_exited(child.spec, code)
             elif self.stopping_all:
                 child.to(S.EXITED)
@@ -348,7 +348,7 @@ class Children:
         lead told, stop commands answered."""
         released = (released or []) + self.port.release(child.name)
         self.port.left(child.name)
-        self.by_name.pop(child.name, None)
+        self._remove(child)
         self._event(child, status, exit_code, released, restarting=False, detail=detail)
         self._answer_stopped(child)
         if released:
@@ -358,7 +358,7 @@ class Children:
         """The team is going down: the teammate stays a member, inactive, its tasks free."""
         released = self.port.release(child.name)
         self.port.inactive(child.name)
-        self.by_name.pop(child.name, None)
+        self._remove(child)
         self._event(
             child,
             "completed" if code == 0 else "killed",
