@@ -1,5 +1,5 @@
 """What the children's state machine (:mod:`supervisor.daemon.children`) works through: one child's
-record, the seam to processes, and the port to the team's files."""
+record, the seam to processes, the port to the team's files, and the index of idle teammates."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ module touches no process and no file itself: it starts, signals and reaps throu
 :class:`ProcessSeam`, tells the team what happened through a :class:`TeamPort`, and keeps
 time through a :class:`~supervisor.reactor.Scheduler`. Unit tests drive it with fakes of
 all three, so every fault path runs in microseconds. (A little over 400 lines, on purpose:
-the state machine's transitions read best in one place; a child's record and the seams are
-in :mod:`supervisor.daemon.child`.)
+the state machine's transitions read best in one place; a child's record, the seams and the
+index of idle teammates are in :mod:`supervisor.daemon.child`.)
 """
 
 from __future__ import annotations
