@@ -107,9 +107,9 @@ class AgentContext:
         if self.waiting:
             yield  # within a wait already
             return
-        self.waiting = True
-        self.channel.waiting(True)
         try:
+            self.waiting = True
+            self.channel.waiting(True)
             yield
         finally:
             self.waiting = False

@@ -3,7 +3,7 @@ binds over ipc:// in the private runtime directory, and a ``DEALER`` per agent c
 it with the agent's routing id, standing in for Claude Code's anonymous Unix socketpairs.
 
 One socket, not one per agent: the supervisor's loop polls it whatever the team's size (a
-poll over 64 sockets costs 28 µs, over 4 costs 2), and each agent costs it one file less.
+poll over 64 sockets costs 28 µs, over 4 costs 2), and each agent costs it two files fewer.
 The routing id is a hash of the agent's name, as ZeroMQ takes at most 255 bytes; a
 restarted agent connects again under the same id and takes it over (``ROUTER_HANDOVER``).
 Any process of the team's user could connect under an agent's id, as it could to that

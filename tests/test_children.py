@@ -82,9 +82,13 @@ class Port:
         self.ready: list[list[str]] = []
         self.requests = 0
         self.lock_fails = 0
+        self.ended_turns: list[str] = []
 
     def started(self, spec: LaunchSpec, pid: int) -> None:
         pass
+
+    def ended(self, name: str) -> None:
+        self.ended_turns.append(name)
 
     def release(self, name: str, error: str = "") -> list[str]:
         if self.lock_fails:
@@ -360,7 +364,7 @@ def test_a_teammate_that_takes_work_instead_of_the_shutdown_is_stopped_at_once(
 def test_the_idle_teammates_a_wake_may_go_to_are_kept_most_recent_first(
     world: tuple[Children, FakeProcesses, Port, Loop],
 ) -> None:
-    children, _, _, loop = world
+    children, _, port, loop = world
     children.policy = RestartPolicy(mode="never")
     for name in ("alice", "bob", "carol"):
         children.add(spec(name))
@@ -377,6 +381,7 @@ def test_the_idle_teammates_a_wake_may_go_to_are_kept_most_recent_first(
     children.on_exit(bob.pid or 0, killed_by(9))  # gone: never woken again
     loop.advance(1)
     assert [c.name for c in children.idle()] == ["alice", "carol"] and not children.is_idle("bob")
+    assert port.ended_turns == ["bob"], "the router hears its turn is over"
 
 
 def test_a_subagent_dies_with_its_parent(world: tuple[Children, FakeProcesses, Port, Loop]) -> None:

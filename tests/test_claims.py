@@ -252,6 +252,21 @@ def test_a_turn_waiting_on_another_process_gives_its_room_to_the_next_within_the
         assert frames_to(agents["ann"]) == [link.Wake(task="3")] and not router.ready
 
 
+def test_a_teammate_whose_process_ended_mid_turn_gives_its_room_back(tmp_path: Path) -> None:
+    with routing(tmp_path, ("ann", "bob")) as (router, roster, agents):
+        router.hand_out = lambda pairs: pairs  # every pair claimed
+        router.caps = {True: TurnCap(computing=1, in_all=1), False: TurnCap(1, 1)}
+        roster.idle_names += ["ann", "bob"]
+        assert router.route_tasks(["1", "2"], relay=False) == ["ann"]
+        said(router, agents["ann"], link.State(state="running", task="1"))
+        said(router, agents["ann"], link.Waiting(waiting=True))
+        assert agents["bob"].receive() == [] and list(router.ready) == ["2"], "one turn in all"
+        roster.idle_names.insert(0, "ann")  # not settled yet when its exit is first heard of
+        router.ended("ann")  # killed mid-wait: it sends no state again
+        assert frames_to(agents["bob"]) == [link.Wake(task="2")] and not router.ready
+        assert not router.waiting and not router.in_turn and "ann" not in router.claiming
+
+
 def test_a_hand_out_that_meets_a_crowded_lock_keeps_its_tasks_and_tries_again(
     handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]],
 ) -> None:

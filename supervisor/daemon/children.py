@@ -1,13 +1,11 @@
 """The supervisor's children: each teammate's state machine, the restart policy, the
-shutdown escalation, and nothing else.
-
-As supervisord keeps process state in one module and every syscall behind one seam, this
-module touches no process and no file itself: it starts, signals and reaps through a
-:class:`ProcessSeam`, tells the team what happened through a :class:`TeamPort`, and keeps
-time through a :class:`~supervisor.reactor.Scheduler`. Unit tests drive it with fakes of
-all three, so every fault path runs in microseconds. (A little over 400 lines, on purpose:
-the state machine's transitions read best in one place; a child's record, the seams and the
-index of idle teammates are in :mod:`supervisor.daemon.child`.)
+shutdown escalation, and nothing else. As supervisord keeps process state in one module and
+every syscall behind one seam, this module touches no process and no file itself: it starts,
+signals and reaps through a :class:`ProcessSeam`, tells the team what happened through a
+:class:`TeamPort`, and keeps time through a :class:`~supervisor.reactor.Scheduler`. Unit
+tests drive it with fakes of all three, so every fault path runs in microseconds. (A little
+over 400 lines, on purpose: the state machine's transitions read best in one place; a
+child's record, the seams and the index of idle teammates are in :mod:`supervisor.daemon.child`.)
 """
 
 from __future__ import annotations
@@ -294,6 +292,7 @@ class Children:
         if child is None:
             return
         child.pid = None
+        self.port.ended(child.name)  # whatever turn it was in is over
         code = os.waitstatus_to_exitcode(status)
         child.last_exit = f"signal {-code}" if code < 0 else f"exit {code}"
         # Asked to shut down and gone with 0: it approved, though the approval may be read

@@ -15,9 +15,11 @@ exception: a creator rings it directly, naming the task, and it claims that one 
 if that one is gone, the lowest claimable).
 
 The hand-out keeps at most :attr:`Router.caps` turns going at once: for teammates whose
-model runs on this host's CPU (the offline model), two per core computing and eight per
-core in all, counting those whose turn waits on another process (a command, a subagent, an
-answer: :class:`ipc.link.Waiting`); many more for those whose turns wait on a model's API.
+model runs on this host's CPU (the offline model), it starts one while fewer than two per
+core compute and fewer than eight per core are in a turn at all, counting those whose turn
+waits on another process (a command, a subagent, an answer: :class:`ipc.link.Waiting`; a
+wait that ends may take the computing turns past two per core for a while); many more for
+those whose turns wait on a model's API.
 A burst into a thousand idle offline teammates then runs a few processes at a time instead
 of waking all of them at once (more at once would each run slower: caches, and more writers
 at one lock), and the supervisor keeps the CPU it needs to answer. While ready tasks wait
@@ -147,6 +149,18 @@ class Router:
         if name == self.on_call:
             self._call_next()
 
+    def ended(self, name: str) -> None:
+        """Agent ``name``'s process ended (it may be restarted): the turn it was in, or was
+        woken for, is over, and its room goes to a ready task. A crashed or failed
+        teammate sends no state again to give it back."""
+        self.claiming.pop(name, None)
+        self.in_turn.discard(name)
+        self.waiting.discard(name)
+        if self.ready and self.hand_out is not None and self.roster is not None:
+            now = time.monotonic()
+            self._hand_out((n for n in self._idle(now) if n != name), now)  # not settled yet
+            self._mark_queued()
+
     def push(self, name: str, text: str) -> bool:
         """An in-memory message down ``name``'s link; False if it is not connected."""
         return name in self.links and self.links.send(name, link.UserMessage(text=text))
@@ -260,7 +274,7 @@ class Router:
                 self.queued = queued
             except StorageError as exc:  # teammates' polls then claim for themselves, as before
                 log.warning("could not write the queue file: %s", exc.message)
-        if self.ready and not self.in_turn and not self.waiting and not self.retrying:
+        if self.ready and not self.in_turn and not self.retrying:
             # No turn will end to hand out the next: the room is held by wakes that may come
             # to nothing (a rung teammate that found no task). Look again once they lapse.
             self.retrying = True
@@ -351,14 +365,21 @@ class Router:
         for name, frame in frames:
             if name not in self.links:
                 continue  # dropped while its frames waited
-            if isinstance(frame, link.Hello):
-                self.roster.on_hello(name)
-            elif isinstance(frame, link.State):
-                self._on_state(name, frame)
-            elif isinstance(frame, link.Waiting):
-                self._on_waiting(name, frame.waiting)
-            elif isinstance(frame, control.TasksReady):
-                self.route_tasks(frame.ids)
+            try:
+                self._on_frame(name, frame)
+            except Exception:  # one agent's frame must not cost the others' in the batch
+                log.exception("error handling a frame from %s; continuing", name)
+
+    def _on_frame(self, name: str, frame: link.Frame) -> None:
+        assert self.roster is not None
+        if isinstance(frame, link.Hello):
+            self.roster.on_hello(name)
+        elif isinstance(frame, link.State):
+            self._on_state(name, frame)
+        elif isinstance(frame, link.Waiting):
+            self._on_waiting(name, frame.waiting)
+        elif isinstance(frame, control.TasksReady):
+            self.route_tasks(frame.ids)
 
     def _on_state(self, name: str, frame: link.State) -> None:
         assert self.roster is not None
@@ -397,6 +418,8 @@ class Router:
         elif not waiting and name in self.waiting:
             self.waiting.discard(name)
             self.in_turn.add(name)
+            if self.on_call:
+                self._call_next()  # past the cap now, perhaps: no one on call then
 
     def close(self) -> None:
         self.reactor.remove_reader(self.links)

@@ -118,6 +118,9 @@ class TeamFiles:
     def release(self, name: str, error: str = "") -> list[str]:
         return self.state.tasks.release_owner(name, error=error)
 
+    def ended(self, name: str) -> None:
+        self.router.ended(name)
+
     def left(self, name: str) -> None:
         self._marks.pop(name, None)
         self._keys.pop(name, None)
