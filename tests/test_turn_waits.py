@@ -13,22 +13,14 @@ from agentproc.channel import ZmqChannel
 from agentproc.context import AgentContext
 from agentproc.tools import bash, shells
 from ipc import link
-from ipc.launch import LaunchSpec
 from ipc.poller import close_context, context
+from tests.agent_helpers import launch_spec
 from tests.runtime_helpers import wait_for
 
 
 @pytest.fixture
 def agent(tmp_path: Path) -> Iterator[tuple[AgentContext, link.SupervisorLinks]]:
-    spec = LaunchSpec(
-        agent_id="alice@t",
-        agent_name="alice",
-        team_name="t",
-        agent_color="blue",
-        parent_session_id="s",
-        root=str(tmp_path),
-        cwd=str(tmp_path),
-    )
+    spec = launch_spec(tmp_path, name="alice")
     ctx = context()
     links = link.SupervisorLinks(ctx, spec.team_paths().runtime_dir())
     links.open("alice")
