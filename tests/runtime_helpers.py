@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psutil
 
@@ -83,16 +83,22 @@ def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> A
         time.sleep(interval)
 
 
-def whole_json(path: Path, timeout: float = 5.0) -> Any:
-    """The JSON in ``path`` once it parses: Claude Code rewrites its files in place, so a
-    reader beside a live ``claude`` may catch one empty or half written for a moment."""
+def whole_bytes(path: Path, timeout: float = 5.0) -> bytes:
+    """The bytes of ``path`` once they parse as JSON: Claude Code rewrites its files in place,
+    so a reader beside a live ``claude`` may catch one empty or half written for a moment."""
 
-    def parsed() -> list[Any]:
+    def parsed() -> list[bytes]:
+        data = path.read_bytes()
         with contextlib.suppress(json.JSONDecodeError):
-            return [json.loads(path.read_text())]
+            json.loads(data)
+            return [data]
         return []
 
-    return wait_for(parsed, timeout)[0]
+    return cast(bytes, wait_for(parsed, timeout)[0])
+
+
+def whole_json(path: Path, timeout: float = 5.0) -> Any:
+    return json.loads(whole_bytes(path, timeout))
 
 
 @contextlib.contextmanager

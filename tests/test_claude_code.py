@@ -29,7 +29,7 @@ from supervisor import Team
 from supervisor.client.ps import MateTree
 from tests.claude_code import CURRENT_VERSION, SEEDS_VERSION, ClaudeCode, claude_code, debug_log, environment
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
-from tests.runtime_helpers import cli, nothing_left_under, wait_for, whole_json
+from tests.runtime_helpers import cli, nothing_left_under, wait_for, whole_bytes, whole_json
 
 LOCK_ERRORS = re.compile(
     r"already being held|ENOTDIR|Failed to write to inbox|markMessageAsReadByIndex FAILED|ELOCKED"
@@ -162,12 +162,12 @@ def test_claude_code_writes_a_team_that_agentteams_reads_field_for_field(live: S
     assert msgspec.to_builtins(config) == raw  # every field, nothing added
     assert [m.backend_type for m in config.members] == [msgspec.UNSET, "in-process"]
     for inbox in (team_dir / "inboxes").glob("*.json"):
-        raw_entries = json.loads(inbox.read_text())
-        entries = msgspec.json.decode(inbox.read_bytes(), type=list[InboxMessage])
-        assert [msgspec.to_builtins(e) for e in entries] == raw_entries
+        data = whole_bytes(inbox)  # one read: the live claude may rewrite it between two
+        entries = msgspec.json.decode(data, type=list[InboxMessage])
+        assert [msgspec.to_builtins(e) for e in entries] == json.loads(data)
     for task_file in (live.root / "tasks" / "cc-team").glob("*.json"):
-        task = msgspec.json.decode(task_file.read_bytes(), type=Task)
-        assert msgspec.to_builtins(task) == json.loads(task_file.read_text())
+        data = whole_bytes(task_file)
+        assert msgspec.to_builtins(msgspec.json.decode(data, type=Task)) == json.loads(data)
     # Listings hide Claude Code's per-teammate task unless asked.
     tasks = TaskList(live.root, "cc-team")
     assert [t.subject for t in tasks.list(include_internal=False)] == ["Say hi"]
