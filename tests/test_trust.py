@@ -193,13 +193,13 @@ def test_a_teammate_forging_the_lead_and_a_peer_is_refused_reported_and_changes_
         refused = wait_for(lambda: len(_refusals(root)) >= 3 and _refusals(root))
         by_reader = sorted((r.reader, r.claimed_from) for r in refused)
         assert by_reader == [("team-lead", "worker"), ("worker", "team-lead"), ("worker", "team-lead")]
-        # told to the lead, never shown to the worker's model
-        notices = wait_for(
-            lambda: [m for m in team.inbox(LEAD_NAME).history() if m.text.startswith("[refused] worker")]
-        )
-        assert (
-            len(notices) == 2 and trust.Verifier(team.store, LEAD_NAME).check(notices[0]).status == "verified"
-        )
+        # told to the lead (each notice written after its refusal's record), never shown to
+        # the worker's model
+        def notices() -> list[InboxMessage]:
+            return [m for m in team.inbox(LEAD_NAME).history() if m.text.startswith("[refused] worker")]
+
+        told = wait_for(lambda: len(notices()) >= 2 and notices())
+        assert len(told) == 2 and trust.Verifier(team.store, LEAD_NAME).check(told[0]).status == "verified"
         assert "FORGED-DM" not in _transcript(root, "worker")
         # the team goes on: the worker is still a member, running, and answers the real lead
         team.send("worker", "are you there?", summary="ping")
