@@ -193,6 +193,7 @@ def test_a_teammate_forging_the_lead_and_a_peer_is_refused_reported_and_changes_
         refused = wait_for(lambda: len(_refusals(root)) >= 3 and _refusals(root))
         by_reader = sorted((r.reader, r.claimed_from) for r in refused)
         assert by_reader == [("team-lead", "worker"), ("worker", "team-lead"), ("worker", "team-lead")]
+
         # told to the lead (each notice written after its refusal's record), never shown to
         # the worker's model
         def notices() -> list[InboxMessage]:
