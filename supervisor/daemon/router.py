@@ -156,9 +156,13 @@ class Router:
         self.claiming.pop(name, None)
         self.in_turn.discard(name)
         self.waiting.discard(name)
+        self._fill_room(skip=name)  # not settled yet: it may still look idle
+
+    def _fill_room(self, skip: str = "") -> None:
+        """Room opened under the caps: queued ready tasks go to idle teammates (not ``skip``)."""
         if self.ready and self.hand_out is not None and self.roster is not None:
             now = time.monotonic()
-            self._hand_out((n for n in self._idle(now) if n != name), now)  # not settled yet
+            self._hand_out((n for n in self._idle(now) if n != skip), now)
             self._mark_queued()
 
     def push(self, name: str, text: str) -> bool:
@@ -409,10 +413,7 @@ class Router:
         if waiting and name in self.in_turn:
             self.in_turn.discard(name)
             self.waiting.add(name)
-            if self.ready and self.hand_out is not None and self.roster is not None:
-                now = time.monotonic()
-                self._hand_out(self._idle(now), now)
-                self._mark_queued()
+            self._fill_room()
             if not self.on_call and self.roster is not None:
                 self._call_next()  # room for a creator to ring one directly, too
         elif not waiting and name in self.waiting:
