@@ -156,7 +156,9 @@ class SupervisorLinks:
     def receive(self) -> list[tuple[str, Frame]]:
         """Frames waiting now (up to :data:`RECEIVED_AT_ONCE`), each with its agent."""
         frames: list[tuple[str, Frame]] = []
-        while len(frames) < RECEIVED_AT_ONCE and int(self.socket.get(zmq.EVENTS)) & zmq.POLLIN:
+        for _ in range(RECEIVED_AT_ONCE):  # dropped frames count too: a flood ends the call
+            if not int(self.socket.get(zmq.EVENTS)) & zmq.POLLIN:
+                break
             parts = self.socket.recv_multipart(zmq.NOBLOCK)
             agent = self.names.get(parts[0]) if len(parts) == 2 else None
             frame = _decoded(parts[-1]) if agent is not None else None

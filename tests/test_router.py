@@ -1,16 +1,20 @@
 """The supervisor's router on real ZeroMQ links: a ready task that finds no teammate idle is
-not lost to the race between a teammate's last look for work and its idle report."""
+not lost to the race between a teammate's last look for work and its idle report, and a
+flood of frames the link refuses does not hold the supervisor's loop."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from ipc import link
 from supervisor.daemon.router import Router
 from tests.router_helpers import Roster, frames_to, routing, said
+from tests.runtime_helpers import wait_for
 
 
 @pytest.fixture
@@ -40,3 +44,16 @@ def test_a_routed_task_is_not_handed_out_again(routed: tuple[Router, Roster, lin
     assert frames_to(agent) == [link.Wake(task="3")]
     idle_report(router, agent)
     assert agent.receive() == []
+
+
+def test_a_flood_of_malformed_frames_ends_each_read_and_loses_no_good_frame(
+    routed: tuple[Router, Roster, link.AgentLink],
+) -> None:
+    router, _roster, agent = routed
+    for _ in range(link.RECEIVED_AT_ONCE + 10):
+        agent.socket.send(b"\xc1 not msgpack")  # every frame refused by the strict decoder
+    agent.send(link.State(state="idle"))
+    wait_for(lambda: int(router.links.socket.get(zmq.EVENTS)) & zmq.POLLIN, 5)
+    time.sleep(0.2)  # the rest arrive behind the first (if not, the first read proves less)
+    assert router.links.receive() == []  # the call ends after its share of reads
+    assert wait_for(router.links.receive, 5) == [("bee", link.State(state="idle"))]

@@ -158,12 +158,15 @@ class Router:
         self.waiting.discard(name)
         self._fill_room(skip=name)  # not settled yet: it may still look idle
 
-    def _fill_room(self, skip: str = "") -> None:
-        """Room opened under the caps: queued ready tasks go to idle teammates (not ``skip``)."""
+    def _fill_room(self, skip: str = "") -> list[str]:
+        """Room opened under the caps: queued ready tasks go to idle teammates (not
+        ``skip``); the teammates woken for them."""
+        woken: list[str] = []
         if self.ready and self.hand_out is not None and self.roster is not None:
             now = time.monotonic()
-            self._hand_out((n for n in self._idle(now) if n != skip), now)
+            woken = self._hand_out((n for n in self._idle(now) if n != skip), now)
             self._mark_queued()
+        return woken
 
     def push(self, name: str, text: str) -> bool:
         """An in-memory message down ``name``'s link; False if it is not connected."""
@@ -286,12 +289,8 @@ class Router:
 
     def _retry(self) -> None:
         self.retrying = False
-        if self.ready and self.roster is not None:
-            now = time.monotonic()
-            woken = self._hand_out(self._idle(now), now)
-            self._mark_queued()
-            if woken and self.on_call in woken:
-                self._call_next()
+        if self.on_call in self._fill_room():
+            self._call_next()
 
     def _give_back(self, task_id: str, name: str) -> None:
         log.warning("%s could not be told of task #%s; it goes back to the queue", name, task_id)
