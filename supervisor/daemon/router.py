@@ -114,6 +114,7 @@ class Router:
         self.retrying = False  # a hand-out that met a crowded lock is tried again soon
         self.caps = turn_caps()  # turns handed out at once, by cpu_bound
         self.cpu_bound: dict[str, bool] = {}  # teammate → its model runs on this host's CPU
+        self.api_agents = 0  # of them, how many are not (kept, not counted at each hand-out)
         self.in_turn: set[str] = set()  # teammates whose turn computes now ("running")
         self.waiting: set[str] = set()  # teammates whose turn waits on another process now
         self.queued = False  # what the queue file says: ready tasks wait for the hand-out
@@ -135,6 +136,7 @@ class Router:
         """A link for agent ``name`` (kept across its restarts); ``cpu_bound``: its model
         runs on this host's CPU (the offline model), not behind an API."""
         self.cpu_bound[name] = cpu_bound
+        self.api_agents = list(self.cpu_bound.values()).count(False)
         self.links.open(name)
 
     def drop(self, name: str) -> None:
@@ -146,6 +148,7 @@ class Router:
         self.in_turn.discard(name)
         self.waiting.discard(name)
         self.cpu_bound.pop(name, None)
+        self.api_agents = list(self.cpu_bound.values()).count(False)
         if name == self.on_call:
             self._call_next()
 
@@ -258,7 +261,7 @@ class Router:
             kind: min(cap.computing - computing[kind], cap.in_all - computing[kind] - in_all[kind])
             for kind, cap in self.caps.items()
         }
-        if False not in self.cpu_bound.values():
+        if not self.api_agents:
             room[False] = 0  # no teammate of that kind to make room for
         takers: list[str] = []
         if room[True] <= 0 and room[False] <= 0:
