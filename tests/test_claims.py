@@ -252,6 +252,19 @@ def test_a_turn_waiting_on_another_process_gives_its_room_to_the_next_within_the
         assert frames_to(agents["ann"]) == [link.Wake(task="3")] and not router.ready
 
 
+def test_teammates_on_an_api_have_room_of_their_own_beside_the_offline_ones(tmp_path: Path) -> None:
+    with routing(tmp_path, ("ann", "bob", "cid")) as (router, roster, agents):
+        router.hand_out = lambda pairs: pairs  # every pair claimed
+        router.caps = {True: TurnCap(computing=1, in_all=1), False: TurnCap(1, 1)}
+        router.open("bob", cpu_bound=False)  # its model is behind an API: it costs no core here
+        assert router.api_agents == 1
+        roster.idle_names += ["ann", "cid", "bob"]
+        assert router.route_tasks(["1", "2", "3"], relay=False) == ["ann", "bob"]
+        assert agents["cid"].receive() == [] and list(router.ready) == ["3"], "one offline turn"
+        router.drop("bob")
+        assert router.api_agents == 0 and router.cpu_bound == {"ann": True, "cid": True}
+
+
 def test_a_teammate_whose_process_ended_mid_turn_gives_its_room_back(tmp_path: Path) -> None:
     with routing(tmp_path, ("ann", "bob")) as (router, roster, agents):
         router.hand_out = lambda pairs: pairs  # every pair claimed
