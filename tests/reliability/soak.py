@@ -109,6 +109,9 @@ class Sample:
     soak_cpu_ms_per_message: float = 0.0
     others_cpu_ms_per_message: float = 0.0
     iowait_percent: float = 0.0
+    # The supervisor's RSS less its pages backed by files (code, shared libraries): the heap,
+    # the interpreter's arenas, anything a leak grows. Reported beside the RSS, not bounded.
+    supervisor_anon_mib: float = 0.0
 
 
 class Sampler:
@@ -178,11 +181,12 @@ class Sampler:
         teammates = {
             f"{m.name}/{m.pid}": rss for m in status.teammates if (rss := _rss_mib(m.pid)) is not None
         }
+        memory = self.sup.memory_info()
         self.result.samples.append(
             Sample(
                 t=round(time.monotonic() - self.started, 1),
                 messages=self.result.messages_sent,
-                supervisor_rss_mib=self.sup.memory_info().rss / 2**20,
+                supervisor_rss_mib=memory.rss / 2**20,
                 forkserver_rss_mib=_rss_mib(status.forkserver) or 0.0,
                 teammates_rss_mib=teammates,
                 send_ms=self.send_seconds / max(1, self.sends) * 1e3,
@@ -192,6 +196,7 @@ class Sampler:
                 soak_cpu_ms_per_message=mine * per_message,
                 others_cpu_ms_per_message=max(0.0, busy - cpu - mine) * per_message,
                 iowait_percent=100 * iowait / total if total else 0.0,
+                supervisor_anon_mib=(memory.rss - memory.shared) / 2**20,
             )
         )
         self.last, self.send_seconds, self.sends = now, 0.0, 0
@@ -235,6 +240,10 @@ def judge(result: SoakResult) -> None:
         result.growth[f"{name}_rss_peak_mib"] = round(max(getattr(s, key) for s in after) - start, 2)
         if grown > 2.0:
             result.too_much.append(f"{name} RSS grew {grown:.1f} MiB after the warm-up (bound 2)")
+    anon = [s.supervisor_anon_mib for s in after]
+    result.growth["supervisor_anon_mib"] = round(
+        statistics.median(anon[-quarter:]) - statistics.median(anon[:quarter]), 2
+    )
     worst, who = 0.0, ""
     for key in {k for s in after for k in s.teammates_rss_mib}:
         seen = [s.teammates_rss_mib[key] for s in after if key in s.teammates_rss_mib]
@@ -271,6 +280,12 @@ def plot(result: SoakResult, path: Path) -> None:
     t = [s.t / 60 for s in result.samples]
     fig, (mem, cost) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     mem.plot(t, [s.supervisor_rss_mib for s in result.samples], label="supervisor", linewidth=2)
+    mem.plot(
+        t,
+        [s.supervisor_anon_mib for s in result.samples],
+        label="supervisor, less file-backed pages",
+        linestyle="--",
+    )
     mem.plot(t, [s.forkserver_rss_mib or float("nan") for s in result.samples], label="fork server")
     names = sorted({k.split("/")[0] for s in result.samples for k in s.teammates_rss_mib})
     for name in names:
