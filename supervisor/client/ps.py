@@ -310,6 +310,7 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         if teams_dir.is_dir()
         else []
     )
+    handles: dict[str, TeamHandle] = {}  # made while checking the name: not made twice
     if team_name is not None:
         paths = TeamPaths(root, team_name)
         # A team on the engine this root has not joined ($AGENTTEAMS_ENGINE, --engine) has no files here.
@@ -318,7 +319,8 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
         if not known and link is None:
             raise NotFound(paths.missing())
         if link is not None and not link.remembered:  # named by $AGENTTEAMS_ENGINE / --engine only
-            TeamHandle(paths.team, root).store.read()  # a name the engine does not hold: NotFound
+            handles[paths.team] = TeamHandle(paths.team, root)
+            handles[paths.team].store.read()  # a name the engine does not hold: NotFound
         names = [paths.team]
         problems = [p for p in problems if f"/{paths.team}/" in p]
     configs_by_name = {c.name: c for c in configs}
@@ -333,7 +335,7 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
     teams: list[TeamHandle] = []
     for n in names:
         try:
-            teams.append(TeamHandle(n, root))
+            teams.append(handles.get(n) or TeamHandle(n, root))
         except InvalidInput as exc:  # a stray folder whose name no team has: named, not fatal
             problems.append(f"{teams_dir}: {exc.message}")
     statuses = {t.name: _status(t) for t in teams}
