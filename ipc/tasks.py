@@ -90,6 +90,10 @@ class TaskList(TaskReads):
     ) -> None:
         self._bind_reads(paths)
         self.on_ready = on_ready
+        # Told, under the lock and before its file is written, the task a create of one
+        # claimable task makes: its maker rings a teammate with it, whose wake-up then
+        # overlaps the write (its claim waits on the lock: see claim_next).
+        self.ring_ahead: Callable[[str], None] | None = None
         self._messenger = messenger
 
     @property
@@ -183,6 +187,9 @@ class TaskList(TaskReads):
                     graph.link(
                         blocker=ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep), blocked=task_id
                     )
+            only = graph.nodes[ids[0]]
+            if self.ring_ahead is not None and len(ids) == 1 and not owner and not only.blocked_by:
+                self.ring_ahead(only.id)  # (a batch rings after: its teammate would wait out every file)
             # Task files first, then the mark: a crash between leaves files whose ids the
             # next create sees in the directory, so no id is ever issued twice.
             for task_id in ids:
@@ -378,9 +385,14 @@ class TaskList(TaskReads):
         agent = normalise_agent_name(agent)
         if hint:
             candidate = self._get_or_none(hint)
-            if candidate is not None and candidate.owner_name == agent and candidate.status == "in_progress":
+            if candidate is None:  # rung ahead of its file (see ring_ahead): there once the lock is had
+                with self._locked() as guard:
+                    result = self._claim_locked(guard, hint, agent, check_agent_busy=False)
+                if result.success:
+                    return result.task
+            elif candidate.owner_name == agent and candidate.status == "in_progress":
                 return candidate  # handed out: claimed for this agent (see hand_out)
-            if candidate is not None and self.is_claimable(candidate):
+            elif self.is_claimable(candidate):
                 result = self.claim(hint, agent)
                 if result.success:
                     return result.task

@@ -133,9 +133,11 @@ class WakeListener:
         return count
 
     def take_notes(self) -> list[str]:
-        """The task ids rings named since the last call: a process that made a task rings
+        """The task ids rings named since the last call: a process that makes a task rings
         the on-call teammate with its id, so it tries that task first instead of looking
-        through the list. Only a hint: whoever takes it still claims it under the lock."""
+        through the list. Only a hint: whoever takes it still claims it under the lock, and
+        the ring may come before the task's file (its maker rings while it holds the list's
+        lock, before the write), so a task not there yet is looked for again under that lock."""
         notes, self.notes = self.notes, []
         return notes
 

@@ -4,17 +4,21 @@ whose lock wait times out looking again rather than exiting."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import zmq
 from msgspec import UNSET
 
 from ipc import TaskList, link
@@ -23,7 +27,8 @@ from ipc.locks import locked
 from ipc.paths import TeamPaths
 from ipc.schemas import Task, dump_json
 from ipc.storage import atomic_write
-from ipc.wake import on_call
+from ipc.wake import ON_CALL, WakeListener, on_call
+from supervisor.client.handle import TeamHandle
 from supervisor.daemon.router import Router, TurnCap
 from tests.router_helpers import Roster, frames_to, routing, said
 from tests.runtime_helpers import running_team, wait_for
@@ -215,6 +220,78 @@ def test_the_on_call_teammate_rung_by_a_creator_is_not_woken_again(
     assert claimed == [("6", "bob")], "ann claims for herself: only 6 is handed out"
     assert agents["ann"].receive() == [] and frames_to(agents["bob"]) == [link.Wake(task="6")]
     assert on_call(tmp_path) == "", "no one idle is left to be on call"
+
+
+def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file_is_written(
+    root: Path, team: str
+) -> None:
+    handle = TeamHandle(team, root=root)
+    runtime = handle.paths.runtime_dir()
+    (runtime / ON_CALL).write_text("alice")
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    alice = WakeListener(ctx, runtime, "alice")
+    seen: list[tuple[bool, bool]] = []
+    ring = handle._ring_ahead
+
+    def ring_ahead(task_id: str) -> None:
+        seen.append((_lock_is_held(handle.paths), handle.paths.task(task_id).exists()))
+        ring(task_id)
+
+    handle.tasks.ring_ahead = ring_ahead
+    try:
+        task = handle.tasks.create("Ring ahead")
+        assert seen == [(True, False)], "rung under the list's lock, before the task's file"
+        assert alice.socket.poll(5000), "the on-call teammate was not rung"
+        assert alice.drain() == 1 and alice.take_notes() == [task.id], "rung once, with the id"
+        assert not alice.socket.poll(100), "rung a second time after the create"
+        handle.tasks.create("Assigned", owner="bob")
+        handle.tasks.create("Blocked", blocked_by=[task.id])
+        handle.tasks.create_many([("One of two", "", None, None, []), ("Two of two", "", None, None, [])])
+        assert len(seen) == 1, "a task with an owner, a blocked one, a batch: rung after, not ahead"
+    finally:
+        handle.close()
+        alice.close()
+        ctx.term()
+
+
+def _lock_is_held(paths: TeamPaths) -> bool:
+    fd = os.open(paths.tasks_lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_a_teammate_rung_ahead_of_the_task_file_waits_for_the_lock_and_claims_it(
+    root: Path, team: str
+) -> None:
+    creator, claimer = TaskList(root, team), TaskList(root, team)
+    waiting = threading.Event()
+    take_lock = claimer._locked
+
+    def locked_after_saying_so() -> Any:
+        waiting.set()
+        return take_lock()
+
+    claimer._locked = locked_after_saying_so  # type: ignore[method-assign]
+    claimed: list[Task | None] = []
+
+    def rung(task_id: str) -> None:  # as the on-call teammate is rung: the file is not there yet
+        thread = threading.Thread(target=lambda: claimed.append(claimer.claim_next("alice", hint=task_id)))
+        thread.start()
+        threads.append(thread)
+        while thread.is_alive() and not waiting.wait(0.01):
+            pass  # until it goes for the lock this create holds (or gives up without it)
+
+    threads: list[threading.Thread] = []
+    creator.ring_ahead = rung
+    task = creator.create("Rung before it was written")
+    threads[0].join(10)
+    assert claimed and claimed[0] is not None, "the teammate went idle: the task was not there yet"
+    assert claimed[0].id == task.id and creator.get(task.id).owner == "alice"
 
 
 def test_a_teammate_held_by_its_budget_or_back_off_is_handed_nothing_until_idle(

@@ -38,6 +38,8 @@ class TeamHandle:
         self.name = self.paths.team
         self.root = self.paths.root
         self._doorbell = LazyWaker(self.paths.existing_runtime_dir)
+        self._rung_ahead: dict[str, str] = {}  # task id → the on-call teammate a create rang with it
+        self._rung_lock = threading.Lock()
         self.state = self._new_state()
         self.store = self.state.config
         self.tasks = self.state.tasks
@@ -51,6 +53,8 @@ class TeamHandle:
 
     def _new_state(self) -> TeamState:
         state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
+        if state.engine is None:
+            state.tasks.ring_ahead = self._ring_ahead
         state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
         state.messenger.as_person = True  # what it cannot sign in a member's name is marked a person's
         return state
@@ -222,6 +226,25 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
+    def _ring_ahead(self, task_id: str) -> None:
+        """Ring the on-call teammate with ``task_id`` while the create that makes it still
+        holds the task list's lock, before the task's file is written: its wake-up overlaps
+        the write, and its claim waits on that lock (:meth:`~ipc.tasks.TaskList.claim_next`).
+        :meth:`_tasks_ready` then tells the supervisor whom it rang."""
+        name = self._ring_on_call(task_id)
+        if name:
+            with self._rung_lock:
+                if len(self._rung_ahead) >= 16:  # left by creates that failed after the ring
+                    self._rung_ahead.clear()
+                self._rung_ahead[task_id] = name
+
+    def _ring_on_call(self, task_id: str) -> str:
+        """Ring the on-call teammate, the ring naming ``task_id`` (it tries that one before
+        looking through the list); whom it rang, or ""."""
+        runtime = self.paths.existing_runtime_dir()
+        name = on_call(runtime) if runtime is not None else ""
+        return name if name and self._doorbell.wake(name, task_id.encode()) else ""
+
     def _tasks_ready(self, ids: list[str]) -> None:
         """Tell the supervisor which tasks can be claimed now: it wakes one idle teammate
         for each. Waits for its answer, so the wake is never lost to an exiting process."""
@@ -234,12 +257,12 @@ class TeamHandle:
             return
         if not ids:
             return
-        # The on-call teammate is rung first, straight from here (one hop), the ring naming
-        # the first task (it tries that one before looking through the list); the supervisor
-        # hears of it and wakes others for the rest.
-        runtime = self.paths.existing_runtime_dir()
-        name = on_call(runtime) if runtime is not None else ""
-        rung = name if name and self._doorbell.wake(name, ids[0].encode()) else ""
+        # The on-call teammate is rung first, straight from here (one hop), if the create did
+        # not ring it already; the supervisor hears of it and wakes others for the rest.
+        with self._rung_lock:
+            rung = self._rung_ahead.pop(ids[0], None)
+        if rung is None:
+            rung = self._ring_on_call(ids[0])
         if launcher.supervisor_pid(self.paths) is None:
             return
         try:
