@@ -31,7 +31,6 @@ from ipc.storage import (
     ensure_dir,
     file_key,
     read_bytes,
-    read_settled,
     read_settled_bytes,
 )
 from ipc.team_list import list_teams, scan_teams
@@ -81,6 +80,7 @@ class TeamConfigStore:
         # The last config this process read or wrote whole: what a read returns and a
         # mutation rebuilds from when an in-place writer (Claude Code) left the file torn.
         self._last_good: TeamConfig | None = None
+        self._last_good_bytes = b""  # what it was read or written from: unknown fields kept
         self._torn: FileKey | None = None  # the torn file read as that copy
         self._merges = Merges()
 
@@ -114,9 +114,10 @@ class TeamConfigStore:
             raise NotFound(self.paths.missing())
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        config = read_settled(self.path, _decoder.decode, "team config")
-        if config is None:
+        found = read_settled_bytes(self.path, _decoder.decode, "team config")
+        if found is None:
             raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
+        self._last_good_bytes, config = found
         self._cached = (key, config)
         self._last_good = config
         return config
@@ -147,7 +148,7 @@ class TeamConfigStore:
                 data = read_bytes(self.path) or b""
                 if data.strip():
                     (self.path.parent / f"{self.path.name}.corrupt-{now_ms()}").write_bytes(data)
-                found = b"", _decoder.decode(msgspec.json.encode(self._last_good))
+                found = self._last_good_bytes, _decoder.decode(self._last_good_bytes)
             if found is None:
                 raise NotFound(f"team {self.team!r} does not exist under {self.paths.root}")
             data, config = found
@@ -155,7 +156,7 @@ class TeamConfigStore:
             out = encode_config(config, read_object(data) if data else None, self._merges)
             written = atomic_write(self.path, out)
             self._cached = (written, config)  # the next read, set_active's look among them, decodes nothing
-            self._last_good = config
+            self._last_good, self._last_good_bytes = config, out
             return result
 
     def repair_torn(self) -> None:

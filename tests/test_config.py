@@ -113,8 +113,13 @@ def test_a_config_torn_by_a_killed_in_place_writer_is_repaired_from_the_copy_rea
     root: Path, team: str
 ) -> None:
     """Claude Code rewrites config.json in place; a teammate that stopped it mid-write repairs
-    what it left (the torn bytes kept beside it), and leaves a sound config alone."""
+    what it left (the torn bytes kept beside it, and fields agentteams does not know kept
+    in the rebuilt one), and leaves a sound config alone."""
     store = TeamConfigStore(root, team)
+    raw = json.loads(store.path.read_bytes())
+    raw["futureField"] = {"kept": True}  # as a newer Claude Code might write
+    raw["members"][1]["futureMemberField"] = 7
+    store.path.write_text(json.dumps(raw))
     names = [m.name for m in store.read().members]  # the copy read last
     inode = store.path.stat().st_ino
     store.repair_torn()
@@ -128,6 +133,8 @@ def test_a_config_torn_by_a_killed_in_place_writer_is_repaired_from_the_copy_rea
     assert [p.read_bytes() for p in store.path.parent.glob("config.json.corrupt-*")] == [
         whole[: len(whole) // 2]
     ]
+    repaired = json.loads(store.path.read_bytes())
+    assert repaired["futureField"] == {"kept": True} and repaired["members"][1]["futureMemberField"] == 7
 
 
 def test_a_config_left_torn_reads_as_the_copy_read_before_until_a_whole_one_replaces_it(
