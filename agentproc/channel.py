@@ -81,7 +81,7 @@ class Channel(Protocol):
     def hello(self, agent: str, pid: int) -> None: ...
     def state(self, state: str, task: str = "") -> None: ...
     def waiting(self, waiting: bool) -> None: ...
-    def tasks_ready(self, ids: list[str]) -> None: ...
+    def tasks_ready(self, ids: list[str], rung: str = "") -> None: ...
     def waker(self) -> Waker | None: ...
     def wait(self, timeout: float | None = None) -> Wakeup: ...
     def close(self) -> None: ...
@@ -117,7 +117,7 @@ class ZmqChannel:
     def waiting(self, waiting: bool) -> None:
         self.link.send(link.Waiting(waiting=waiting))
 
-    def tasks_ready(self, ids: list[str]) -> None:
+    def tasks_ready(self, ids: list[str], rung: str = "") -> None:
         self.link.send(control.TasksReady(id="", ids=ids))
 
     def waker(self) -> Waker | None:
@@ -162,7 +162,7 @@ class PollChannel:
     def waiting(self, waiting: bool) -> None:
         pass
 
-    def tasks_ready(self, ids: list[str]) -> None:
+    def tasks_ready(self, ids: list[str], rung: str = "") -> None:
         pass
 
     def waker(self) -> Waker | None:

@@ -83,7 +83,7 @@ class LeadChannel:
     def waiting(self, waiting: bool) -> None:
         pass  # nor counts its turns
 
-    def tasks_ready(self, ids: list[str]) -> None:
+    def tasks_ready(self, ids: list[str], rung: str = "") -> None:
         try:
             self.control.call(control.TasksReady(id=control.new_id(), ids=ids), timeout=10)
         except AgentTeamsError as exc:  # the fallback poll of the teammates still finds them

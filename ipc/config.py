@@ -415,7 +415,7 @@ class TeamConfigStore:
         shutil.rmtree(self.paths.team_dir, ignore_errors=True)
         # Its sockets, pid file and logs go with it (the supervisor is down by now).
         shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
-        self._cached = None
+        self._cached, self._last_good, self._last_good_bytes = None, None, b""  # no copy to fall back on
 
 
 def keep_key(config: TeamConfig, name: str, key: object, keep: int = 8) -> None:

@@ -54,17 +54,23 @@ _decoder = msgspec.json.Decoder(Task)
 
 SPREAD = 64  # claimable tasks a claimer that lost a race picks among
 
+ReadyHook = Callable[[builtins.list[str], str], None]  # ids made claimable; whom a create rang ahead
+
 
 class TaskList(TaskReads):
     """``on_ready`` is told the ids of tasks a change made claimable (created, unblocked,
     released), after the lock is let go: the hook through which the supervisor wakes an
-    idle teammate for each. Without it nobody is woken; the fallback poll finds them."""
+    idle teammate for each. Without it nobody is woken; the fallback poll finds them.
+    ``ring_ahead`` is told the task a create of one claimable task makes (not of a batch, whose
+    teammate would wait out every file), under the lock and before its file is written: its
+    maker rings a teammate, whose wake-up then overlaps the write (its claim waits on the
+    lock: :meth:`claim_next`), and says whom, for ``on_ready``."""
 
     def __init__(
         self,
         root: str | os.PathLike[str] | None,
         team: str,
-        on_ready: Callable[[builtins.list[str]], None] | None = None,
+        on_ready: ReadyHook | None = None,
     ) -> None:
         self._bind(TeamPaths(root, team), on_ready, None)
 
@@ -73,7 +79,7 @@ class TaskList(TaskReads):
         cls,
         paths: TeamPaths,
         *,
-        on_ready: Callable[[builtins.list[str]], None] | None = None,
+        on_ready: ReadyHook | None = None,
         messenger: Messenger | None = None,
     ) -> TaskList:
         """The task list of the team of ``paths``. Assignments go out through ``messenger``
@@ -85,15 +91,12 @@ class TaskList(TaskReads):
     def _bind(
         self,
         paths: TeamPaths,
-        on_ready: Callable[[builtins.list[str]], None] | None,
+        on_ready: ReadyHook | None,
         messenger: Messenger | None,
     ) -> None:
         self._bind_reads(paths)
         self.on_ready = on_ready
-        # Told, under the lock and before its file is written, the task a create of one
-        # claimable task makes: its maker rings a teammate with it, whose wake-up then
-        # overlaps the write (its claim waits on the lock: see claim_next).
-        self.ring_ahead: Callable[[str], None] | None = None
+        self.ring_ahead: Callable[[str], str] | None = None
         self._messenger = messenger
 
     @property
@@ -104,9 +107,9 @@ class TaskList(TaskReads):
             self._messenger = Messenger.at(self.paths)
         return self._messenger
 
-    def _ready(self, ids: builtins.list[str]) -> None:
+    def _ready(self, ids: builtins.list[str], rung: str = "") -> None:
         if ids and self.on_ready is not None:
-            self.on_ready(ids)
+            self.on_ready(ids, rung)
 
     # ------------------------------------------------------------ writing
 
@@ -187,9 +190,9 @@ class TaskList(TaskReads):
                     graph.link(
                         blocker=ids[int(dep[1:]) - 1] if dep.startswith("@") else str(dep), blocked=task_id
                     )
-            only = graph.nodes[ids[0]]
-            if self.ring_ahead is not None and len(ids) == 1 and not owner and not only.blocked_by:
-                self.ring_ahead(only.id)  # (a batch rings after: its teammate would wait out every file)
+            only, rung = graph.nodes[ids[0]], ""
+            if self.ring_ahead is not None and len(ids) == 1 and not owner and self.is_claimable(only):
+                rung = self.ring_ahead(only.id)
             # Task files first, then the mark: a crash between leaves files whose ids the
             # next create sees in the directory, so no id is ever issued twice.
             for task_id in ids:
@@ -199,7 +202,7 @@ class TaskList(TaskReads):
                     self._write(guard, task)
             rewrite(self.mark_path, ids[-1].encode(), grow=False)
             created = [graph.nodes[i] for i in ids]
-        self._created(created, owner, by)
+        self._created(created, owner, by, rung)
         make_spare(self.dir)  # for the next create, now that whoever it wakes is woken
         return created
 
@@ -220,14 +223,14 @@ class TaskList(TaskReads):
         self._require_member(owner)
         return owner
 
-    def _created(self, created: builtins.list[Task], owner: str, by: str) -> None:
+    def _created(self, created: builtins.list[Task], owner: str, by: str, rung: str) -> None:
         """After the lock: the owner hears of its tasks, or idle teammates of claimable ones."""
         if owner:
             if owner != by:
                 for task in created:
                     self._send_assignment(task, assigned_by=by)
             return
-        self._ready([t.id for t in created if not t.blocked_by])
+        self._ready([t.id for t in created if not t.blocked_by], rung)
 
     def update(
         self,
@@ -387,9 +390,9 @@ class TaskList(TaskReads):
             candidate = self._get_or_none(hint)
             if candidate is None:  # rung ahead of its file (see ring_ahead): there once the lock is had
                 with self._locked() as guard:
-                    result = self._claim_locked(guard, hint, agent, check_agent_busy=False)
-                if result.success:
-                    return result.task
+                    current = self._get_or_none(hint)
+                    if current is not None and self.is_claimable(current):
+                        return self._claim_locked(guard, hint, agent, check_agent_busy=False).task
             elif candidate.owner_name == agent and candidate.status == "in_progress":
                 return candidate  # handed out: claimed for this agent (see hand_out)
             elif self.is_claimable(candidate):

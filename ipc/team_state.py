@@ -11,8 +11,6 @@ else.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ipc import trust
@@ -24,7 +22,7 @@ from ipc.messaging import Messenger
 from ipc.paths import TeamPaths
 from ipc.schemas import TeammateTerminated
 from ipc.storage import read_jsonl
-from ipc.tasks import TaskList
+from ipc.tasks import ReadyHook, TaskList
 from ipc.wake import Doorbell
 
 if TYPE_CHECKING:
@@ -42,7 +40,7 @@ class TeamState:
         paths: TeamPaths,
         *,
         doorbell: Doorbell | None = None,
-        on_ready: Callable[[builtins.list[str]], None] | None = None,
+        on_ready: ReadyHook | None = None,
     ) -> None:
         self.paths = paths
         self.link = marker.read(paths)

@@ -4,6 +4,7 @@ whose lock wait times out looking again rather than exiting."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -222,6 +223,23 @@ def test_the_on_call_teammate_rung_by_a_creator_is_not_woken_again(
     assert on_call(tmp_path) == "", "no one idle is left to be on call"
 
 
+def test_a_task_the_rung_teammate_claimed_before_the_supervisor_heard_of_it_is_not_routed(
+    handing: tuple[Router, Roster, dict[str, link.AgentLink], list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    """Rung ahead of the task's file, the on-call teammate may claim it, and even finish it,
+    before the creator's word reaches the supervisor: that task needs no one else, and the
+    teammate is not held back as if still about to claim."""
+    router, roster, agents, claimed = handing
+    said(router, agents["ann"], link.State(state="idle"))
+    said(router, agents["bob"], link.State(state="idle"))
+    assert on_call(tmp_path) == "ann"
+    said(router, agents["ann"], link.State(state="running", task="5"))
+    said(router, agents["ann"], link.State(state="idle"))  # done already
+    assert router.route_tasks(["5", "6"], relay=False, rung="ann") == ["bob"]
+    assert claimed == [("6", "bob")], "5 is hers and done: only 6 is handed out"
+    assert "ann" not in router.claiming and on_call(tmp_path) == "ann", "she is free for the next"
+
+
 def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file_is_written(
     root: Path, team: str
 ) -> None:
@@ -233,9 +251,9 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
     seen: list[tuple[bool, bool]] = []
     ring = handle._ring_ahead
 
-    def ring_ahead(task_id: str) -> None:
+    def ring_ahead(task_id: str) -> str:
         seen.append((_lock_is_held(handle.paths), handle.paths.task(task_id).exists()))
-        ring(task_id)
+        return ring(task_id)
 
     handle.tasks.ring_ahead = ring_ahead
     try:
@@ -247,7 +265,21 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
         handle.tasks.create("Assigned", owner="bob")
         handle.tasks.create("Blocked", blocked_by=[task.id])
         handle.tasks.create_many([("One of two", "", None, None, []), ("Two of two", "", None, None, [])])
-        assert len(seen) == 1, "a task with an owner, a blocked one, a batch: rung after, not ahead"
+        handle.tasks.create("Hidden", metadata={"_internal": True})
+        assert len(seen) == 1, "with an owner, blocked, a batch: rung after; one no teammate takes: never"
+        notes: list[bytes] = []
+        wake = handle._doorbell.wake
+
+        def fails_first(agent: str, note: bytes = b"") -> bool:
+            notes.append(note)
+            if len(notes) == 1:
+                raise zmq.ZMQError(errno.EMFILE)  # out of files for a socket
+            return wake(agent, note)
+
+        handle._doorbell.wake = fails_first  # type: ignore[method-assign]
+        late = handle.tasks.create("Rung after the write: the ring ahead failed")
+        assert handle.tasks.get(late.id).status == "pending", "a failed ring does not fail the create"
+        assert notes == [late.id.encode()] * 2, "rung again after the write"
     finally:
         handle.close()
         alice.close()
@@ -279,12 +311,13 @@ def test_a_teammate_rung_ahead_of_the_task_file_waits_for_the_lock_and_claims_it
     claimer._locked = locked_after_saying_so  # type: ignore[method-assign]
     claimed: list[Task | None] = []
 
-    def rung(task_id: str) -> None:  # as the on-call teammate is rung: the file is not there yet
+    def rung(task_id: str) -> str:  # as the on-call teammate is rung: the file is not there yet
         thread = threading.Thread(target=lambda: claimed.append(claimer.claim_next("alice", hint=task_id)))
         thread.start()
         threads.append(thread)
         while thread.is_alive() and not waiting.wait(0.01):
             pass  # until it goes for the lock this create holds (or gives up without it)
+        return ""
 
     threads: list[threading.Thread] = []
     creator.ring_ahead = rung
@@ -292,6 +325,18 @@ def test_a_teammate_rung_ahead_of_the_task_file_waits_for_the_lock_and_claims_it
     threads[0].join(10)
     assert claimed and claimed[0] is not None, "the teammate went idle: the task was not there yet"
     assert claimed[0].id == task.id and creator.get(task.id).owner == "alice"
+    # Found under the lock, a task that no teammate may take is left alone.
+    made: list[Task] = []
+
+    def made_meanwhile() -> Any:  # its file appears between the teammate's look and its lock
+        if not made:
+            made.append(creator.create("Claude Code's own", metadata={"_internal": True}))
+        return take_lock()
+
+    claimer._locked = made_meanwhile  # type: ignore[method-assign]
+    hint = str(int(task.id) + 1)
+    assert claimer.claim_next("alice", hint=hint) is None
+    assert made[0].id == hint and creator.get(hint).owner_name is None
 
 
 def test_a_teammate_held_by_its_budget_or_back_off_is_handed_nothing_until_idle(

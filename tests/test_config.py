@@ -156,3 +156,17 @@ def test_a_config_left_torn_reads_as_the_copy_read_before_until_a_whole_one_repl
     store.path.write_bytes(whole.replace(b"alice", b"carol"))
     assert [m.name for m in store.read().members] == ["team-lead", "carol", "bob"]
     assert not list(store.path.parent.glob("config.json.corrupt-*"))  # a reader repairs nothing
+
+
+def test_a_team_made_again_after_a_delete_is_never_read_as_the_deleted_one(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = TeamConfigStore(root, "again")
+    store.create("the first")
+    assert store.read().description == "the first"  # the copy read last
+    store.delete()
+    store.create("the second")
+    store.path.write_bytes(b"")  # torn by an in-place writer before this store read it
+    monkeypatch.setattr("ipc.config.TORN_WAIT", 0.1)
+    with pytest.raises(CorruptFile, match="config.json"):
+        store.read()

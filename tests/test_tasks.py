@@ -142,7 +142,7 @@ def test_owner_must_be_a_member(root: Path, team: str) -> None:
 
 def test_a_task_created_with_an_owner_is_never_claimable_by_another(root: Path, team: str) -> None:
     ready: list[list[str]] = []
-    tl = TaskList(root, team, on_ready=ready.append)
+    tl = TaskList(root, team, on_ready=lambda ids, rung: ready.append(ids))
     task = tl.create("Review", "look at it", owner="bob")
     assert (task.owner, task.status) == ("bob", "pending")
     assert tl.get(task.id).owner == "bob"
@@ -184,7 +184,7 @@ def test_a_lagging_mark_never_lets_a_deleted_id_come_back(root: Path, team: str)
 
 def test_on_ready_is_told_what_each_change_made_claimable(root: Path, team: str) -> None:
     told: list[list[str]] = []
-    tl = TaskList(root, team, on_ready=told.append)
+    tl = TaskList(root, team, on_ready=lambda ids, rung: told.append(ids))
     a, b, c = tl.create_many(
         [("a", "", None, None, []), ("b", "", None, None, ["@1"]), ("c", "", None, None, ["@1"])]
     )

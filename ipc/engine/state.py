@@ -4,9 +4,6 @@ config, messenger (its mailboxes and doorbell) and task list over one
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable
-
 from ipc.engine.config_store import EngineConfigStore
 from ipc.engine.mailbox import EngineMailbox
 from ipc.engine.marker import Link
@@ -15,6 +12,7 @@ from ipc.engine.team import EngineTeam, engine_team
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.paths import TeamPaths
+from ipc.tasks import ReadyHook
 
 
 class EngineDoorbell:
@@ -45,7 +43,7 @@ class EngineMessenger(Messenger):
 
 
 def build(
-    paths: TeamPaths, link: Link, on_ready: Callable[[builtins.list[str]], None] | None
+    paths: TeamPaths, link: Link, on_ready: ReadyHook | None
 ) -> tuple[EngineConfigStore, EngineMessenger, EngineTaskList, EngineTeam, EngineDoorbell]:
     engine = engine_team(link.url, paths.team)
     config = EngineConfigStore(paths, engine)

@@ -30,7 +30,7 @@ from ipc.schemas import LEAD_NAME, Task, dump_json
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
 from ipc.task_rules import Change, ClaimResult, claimable
-from ipc.tasks import TaskList
+from ipc.tasks import ReadyHook, TaskList
 
 if TYPE_CHECKING:
     from ipc.messaging import Messenger
@@ -50,7 +50,7 @@ class EngineTaskList(TaskList):
         paths: TeamPaths,
         engine: EngineTeam,
         *,
-        on_ready: Callable[[builtins.list[str]], None] | None = None,
+        on_ready: ReadyHook | None = None,
         messenger: Messenger | None = None,
     ) -> None:
         self.paths = paths
@@ -244,7 +244,7 @@ class EngineTaskList(TaskList):
 
         created = self._apply(edit, first=ids)
         if owner:
-            self._created(created, owner, by)
+            self._created(created, owner, by, "")
         else:
             self._ready([t.id for t in created if not self.open_blockers(t)])
         return created

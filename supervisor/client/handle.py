@@ -5,6 +5,7 @@ and, while it is up, its supervisor over the control socket. Every operation of 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from ipc.wake import LazyWaker, on_call
 from supervisor.client import launcher
 
 Root = str | os.PathLike[str] | None
+log = logging.getLogger("agentteams.client")
 
 
 class TeamHandle:
@@ -38,8 +40,6 @@ class TeamHandle:
         self.name = self.paths.team
         self.root = self.paths.root
         self._doorbell = LazyWaker(self.paths.existing_runtime_dir)
-        self._rung_ahead: dict[str, str] = {}  # task id → the on-call teammate a create rang with it
-        self._rung_lock = threading.Lock()
         self.state = self._new_state()
         self.store = self.state.config
         self.tasks = self.state.tasks
@@ -226,17 +226,16 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
-    def _ring_ahead(self, task_id: str) -> None:
+    def _ring_ahead(self, task_id: str) -> str:
         """Ring the on-call teammate with ``task_id`` while the create that makes it still
         holds the task list's lock, before the task's file is written: its wake-up overlaps
         the write, and its claim waits on that lock (:meth:`~ipc.tasks.TaskList.claim_next`).
-        :meth:`_tasks_ready` then tells the supervisor whom it rang."""
-        name = self._ring_on_call(task_id)
-        if name:
-            with self._rung_lock:
-                if len(self._rung_ahead) >= 16:  # left by creates that failed after the ring
-                    self._rung_ahead.clear()
-                self._rung_ahead[task_id] = name
+        Whom it rang goes on to :meth:`_tasks_ready`. Only a hint: it never fails the create."""
+        try:
+            return self._ring_on_call(task_id)
+        except Exception:  # out of files for a socket, say: the ring after the write tries again
+            log.warning("could not ring ahead for task %s", task_id, exc_info=True)
+            return ""
 
     def _ring_on_call(self, task_id: str) -> str:
         """Ring the on-call teammate, the ring naming ``task_id`` (it tries that one before
@@ -245,9 +244,10 @@ class TeamHandle:
         name = on_call(runtime) if runtime is not None else ""
         return name if name and self._doorbell.wake(name, task_id.encode()) else ""
 
-    def _tasks_ready(self, ids: list[str]) -> None:
+    def _tasks_ready(self, ids: list[str], rung: str = "") -> None:
         """Tell the supervisor which tasks can be claimed now: it wakes one idle teammate
-        for each. Waits for its answer, so the wake is never lost to an exiting process."""
+        for each. Waits for its answer, so the wake is never lost to an exiting process.
+        ``rung``: the on-call teammate the create rang already, for the first."""
         if ids and self.state.engine is not None:
             # Every host's supervisor hears of it and wakes one idle teammate of its own.
             from ipc.engine.team import EngineTeam
@@ -259,9 +259,7 @@ class TeamHandle:
             return
         # The on-call teammate is rung first, straight from here (one hop), if the create did
         # not ring it already; the supervisor hears of it and wakes others for the rest.
-        with self._rung_lock:
-            rung = self._rung_ahead.pop(ids[0], None)
-        if rung is None:
+        if not rung:
             rung = self._ring_on_call(ids[0])
         if launcher.supervisor_pid(self.paths) is None:
             return

@@ -20,7 +20,7 @@ def release_tasks(team: TeamHandle, name: str) -> list[str]:
     teammate for each (as for a teammate that crashed)."""
     released = team.tasks.release_owner(name)
     if released and team.tasks.on_ready is not None:
-        team.tasks.on_ready(released)
+        team.tasks.on_ready(released, "")
     return released
 
 

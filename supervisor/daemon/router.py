@@ -116,6 +116,7 @@ class Router:
         self.cpu_bound: dict[str, bool] = {}  # teammate → its model runs on this host's CPU
         self.api_agents = 0  # of them, how many are not (kept, not counted at each hand-out)
         self.in_turn: set[str] = set()  # teammates whose turn computes now ("running")
+        self.last_task: dict[str, str] = {}  # teammate → the task it last started
         self.waiting: set[str] = set()  # teammates whose turn waits on another process now
         self.queued = False  # what the queue file says: ready tasks wait for the hand-out
         # Puts a handed-out task back (pending, no owner) when its teammate cannot be told.
@@ -148,6 +149,7 @@ class Router:
         self.in_turn.discard(name)
         self.waiting.discard(name)
         self.cpu_bound.pop(name, None)
+        self.last_task.pop(name, None)
         self.api_agents = list(self.cpu_bound.values()).count(False)
         if name == self.on_call:
             self._call_next()
@@ -189,7 +191,9 @@ class Router:
             return []
         now = time.monotonic()
         woken: list[str] = []
-        if rung and ids and self._may_wake(rung, now):
+        if rung and ids and self.last_task.get(rung) == ids[0]:
+            ids = ids[1:]  # rung ahead of the task's file, it claimed (or did) it before this came
+        elif rung and ids and self._may_wake(rung, now):
             # It claims now: this one (its ring named it) or the lowest.
             self.claiming[rung] = now
             woken.append(rung)
@@ -393,6 +397,8 @@ class Router:
         self.waiting.discard(name)
         if frame.state == "running":
             self.in_turn.add(name)
+            if frame.task:
+                self.last_task[name] = frame.task
         else:
             self.in_turn.discard(name)
         self.roster.on_state(name, frame.state, frame.task)

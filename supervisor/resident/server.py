@@ -72,17 +72,17 @@ class DoorHandle(TeamHandle):
     its process exit first, which the door outlives, so the caller need not wait for it."""
 
     def __init__(self, name: str, root: Path) -> None:
-        self.later: list[list[str]] = []
+        self.later: list[tuple[list[str], str]] = []
         super().__init__(name, root=root)
 
-    def _tasks_ready(self, ids: list[str]) -> None:
-        self.later.append(ids)
+    def _tasks_ready(self, ids: list[str], rung: str = "") -> None:
+        self.later.append((ids, rung))
 
     def tell_later(self) -> None:
         taken, self.later = self.later, []
-        for ids in taken:
+        for ids, rung in taken:
             try:
-                super()._tasks_ready(ids)
+                super()._tasks_ready(ids, rung)
             except Exception:  # the teammates' fallback poll finds the tasks
                 log.exception("telling of tasks %s failed", ids)
 
