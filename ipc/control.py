@@ -64,6 +64,7 @@ class TasksReady(_Request):
 
     ids: list[str] = []
     rung: str = ""  # the on-call teammate the sender already rang for the first of them
+    ahead: bool = False  # ... while it made that task: a task no one can have started before
     Reply: ClassVar[type[msgspec.Struct]] = WakeReply
 
 

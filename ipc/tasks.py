@@ -58,13 +58,12 @@ ReadyHook = Callable[[builtins.list[str], str], None]  # ids made claimable; who
 
 
 class TaskList(TaskReads):
-    """``on_ready`` is told the ids of tasks a change made claimable (created, unblocked,
-    released), after the lock is let go: the hook through which the supervisor wakes an
-    idle teammate for each. Without it nobody is woken; the fallback poll finds them.
-    ``ring_ahead`` is told the task a create of one claimable task makes (not of a batch, whose
-    teammate would wait out every file), under the lock and before its file is written: its
-    maker rings a teammate, whose wake-up then overlaps the write (its claim waits on the
-    lock: :meth:`claim_next`), and says whom, for ``on_ready``."""
+    """``on_ready`` hears of the tasks a change made claimable (created, unblocked, released)
+    after the lock is let go: the hook through which the supervisor wakes an idle teammate
+    for each (without it, the fallback poll finds them). ``ring_ahead`` hears, under the lock
+    and before the file is written, of the task a create of one claimable task makes (not a
+    batch: its teammate would wait out every file); its maker rings a teammate, whose wake-up
+    overlaps the write (the claim waits on the lock: :meth:`claim_next`), and says whom."""
 
     def __init__(
         self,
@@ -230,7 +229,7 @@ class TaskList(TaskReads):
                 for task in created:
                     self._send_assignment(task, assigned_by=by)
             return
-        self._ready([t.id for t in created if not t.blocked_by], rung)
+        self._ready([t.id for t in created if self.is_claimable(t)], rung)
 
     def update(
         self,
@@ -390,9 +389,10 @@ class TaskList(TaskReads):
             candidate = self._get_or_none(hint)
             if candidate is None:  # rung ahead of its file (see ring_ahead): there once the lock is had
                 with self._locked() as guard:
-                    current = self._get_or_none(hint)
-                    if current is not None and self.is_claimable(current):
-                        return self._claim_locked(guard, hint, agent, check_agent_busy=False).task
+                    if (current := self._get_or_none(hint)) is not None and self.is_claimable(current):
+                        result = self._claim_locked(guard, hint, agent, check_agent_busy=False)
+                        if result.success:
+                            return result.task
             elif candidate.owner_name == agent and candidate.status == "in_progress":
                 return candidate  # handed out: claimed for this agent (see hand_out)
             elif self.is_claimable(candidate):

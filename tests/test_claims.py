@@ -235,9 +235,12 @@ def test_a_task_the_rung_teammate_claimed_before_the_supervisor_heard_of_it_is_n
     assert on_call(tmp_path) == "ann"
     said(router, agents["ann"], link.State(state="running", task="5"))
     said(router, agents["ann"], link.State(state="idle"))  # done already
-    assert router.route_tasks(["5", "6"], relay=False, rung="ann") == ["bob"]
+    assert router.route_tasks(["5", "6"], relay=False, rung="ann", ahead=True) == ["bob"]
     assert claimed == [("6", "bob")], "5 is hers and done: only 6 is handed out"
     assert "ann" not in router.claiming and on_call(tmp_path) == "ann", "she is free for the next"
+    # A task made ready again (retried, reopened) is not one she claimed for this ring.
+    assert router.route_tasks(["5"], relay=False, rung="ann") == ["ann"]
+    assert "ann" in router.claiming
 
 
 def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file_is_written(
@@ -249,7 +252,7 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     alice = WakeListener(ctx, runtime, "alice")
     seen: list[tuple[bool, bool]] = []
-    ring = handle._ring_ahead
+    ring = handle._ring_on_call
 
     def ring_ahead(task_id: str) -> str:
         seen.append((_lock_is_held(handle.paths), handle.paths.task(task_id).exists()))
@@ -268,18 +271,21 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
         handle.tasks.create("Hidden", metadata={"_internal": True})
         assert len(seen) == 1, "with an owner, blocked, a batch: rung after; one no teammate takes: never"
         notes: list[bytes] = []
+        failing = [0]  # how many rings of the next create fail
         wake = handle._doorbell.wake
 
-        def fails_first(agent: str, note: bytes = b"") -> bool:
+        def fails(agent: str, note: bytes = b"") -> bool:
             notes.append(note)
-            if len(notes) == 1:
+            if len(notes) <= failing[0]:
                 raise zmq.ZMQError(errno.EMFILE)  # out of files for a socket
             return wake(agent, note)
 
-        handle._doorbell.wake = fails_first  # type: ignore[method-assign]
-        late = handle.tasks.create("Rung after the write: the ring ahead failed")
-        assert handle.tasks.get(late.id).status == "pending", "a failed ring does not fail the create"
-        assert notes == [late.id.encode()] * 2, "rung again after the write"
+        handle._doorbell.wake = fails  # type: ignore[method-assign]
+        for failing[0] in (1, 2):  # the ring ahead fails; then the ring after the write too
+            notes.clear()
+            late = handle.tasks.create("Rung after the write, or not at all")
+            assert handle.tasks.get(late.id).status == "pending", "a failed ring does not fail the create"
+            assert notes == [late.id.encode()] * 2, "rung again after the write"
     finally:
         handle.close()
         alice.close()

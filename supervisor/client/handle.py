@@ -54,7 +54,10 @@ class TeamHandle:
     def _new_state(self) -> TeamState:
         state = TeamState(self.paths, doorbell=self._doorbell, on_ready=self._tasks_ready)
         if state.engine is None:
-            state.tasks.ring_ahead = self._ring_ahead
+            # A create of one claimable task rings the on-call teammate while it holds the
+            # list's lock, before the file is written: the wake-up overlaps the write, and
+            # the teammate's claim waits on that lock (ipc.tasks.TaskList.claim_next).
+            state.tasks.ring_ahead = self._ring_on_call
         state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
         state.messenger.as_person = True  # what it cannot sign in a member's name is marked a person's
         return state
@@ -226,23 +229,17 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
-    def _ring_ahead(self, task_id: str) -> str:
-        """Ring the on-call teammate with ``task_id`` while the create that makes it still
-        holds the task list's lock, before the task's file is written: its wake-up overlaps
-        the write, and its claim waits on that lock (:meth:`~ipc.tasks.TaskList.claim_next`).
-        Whom it rang goes on to :meth:`_tasks_ready`. Only a hint: it never fails the create."""
-        try:
-            return self._ring_on_call(task_id)
-        except Exception:  # out of files for a socket, say: the ring after the write tries again
-            log.warning("could not ring ahead for task %s", task_id, exc_info=True)
-            return ""
-
     def _ring_on_call(self, task_id: str) -> str:
         """Ring the on-call teammate, the ring naming ``task_id`` (it tries that one before
-        looking through the list); whom it rang, or ""."""
-        runtime = self.paths.existing_runtime_dir()
-        name = on_call(runtime) if runtime is not None else ""
-        return name if name and self._doorbell.wake(name, task_id.encode()) else ""
+        looking through the list); whom it rang, or "". Only a hint: it never fails what
+        made the task (the supervisor, told of it, wakes someone)."""
+        try:
+            runtime = self.paths.existing_runtime_dir()
+            name = on_call(runtime) if runtime is not None else ""
+            return name if name and self._doorbell.wake(name, task_id.encode()) else ""
+        except Exception:  # out of files for a socket, say
+            log.warning("could not ring the on-call teammate for task %s", task_id, exc_info=True)
+            return ""
 
     def _tasks_ready(self, ids: list[str], rung: str = "") -> None:
         """Tell the supervisor which tasks can be claimed now: it wakes one idle teammate
@@ -259,12 +256,13 @@ class TeamHandle:
             return
         # The on-call teammate is rung first, straight from here (one hop), if the create did
         # not ring it already; the supervisor hears of it and wakes others for the rest.
-        if not rung:
+        ahead = bool(rung)
+        if not ahead:
             rung = self._ring_on_call(ids[0])
         if launcher.supervisor_pid(self.paths) is None:
             return
         try:
-            self.call(control.TasksReady(id=control.new_id(), ids=ids, rung=rung), timeout=5)
+            self.call(control.TasksReady(id=control.new_id(), ids=ids, rung=rung, ahead=ahead), timeout=5)
         except AgentTeamsError:
             pass  # the teammates' fallback poll finds the task
 

@@ -181,17 +181,20 @@ class Router:
         """Ring an agent's doorbell (the lead agent's, when it is the one)."""
         self.waker.wake(LEAD_AGENT if name == LEAD_NAME else name)
 
-    def route_tasks(self, ids: list[str], *, relay: bool = True, rung: str = "") -> list[str]:
+    def route_tasks(
+        self, ids: list[str], *, relay: bool = True, rung: str = "", ahead: bool = False
+    ) -> list[str]:
         """Wake one idle teammate, not already woken for a task, per ready task, with the
         task to claim (and, ``relay``, tell the other hosts of an engine team). ``rung``: the
-        sender rang that teammate (the on-call one) for the first task itself."""
+        sender rang that teammate (the on-call one) for the first task itself; ``ahead``,
+        while it created that task, so if the teammate has started it, it claimed it."""
         if relay and self.relay is not None:
             self.relay(ids)
         if self.roster is None:
             return []
         now = time.monotonic()
         woken: list[str] = []
-        if rung and ids and self.last_task.get(rung) == ids[0]:
+        if rung and ids and ahead and self.last_task.get(rung) == ids[0]:
             ids = ids[1:]  # rung ahead of the task's file, it claimed (or did) it before this came
         elif rung and ids and self._may_wake(rung, now):
             # It claims now: this one (its ring named it) or the lowest.

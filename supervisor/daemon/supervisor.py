@@ -262,7 +262,7 @@ class Supervisor:
         if isinstance(request, control.Status):
             self.control.answer(caller, self.status())
         elif isinstance(request, control.TasksReady):
-            woken = self.router.route_tasks(request.ids, rung=request.rung)
+            woken = self.router.route_tasks(request.ids, rung=request.rung, ahead=request.ahead)
             self.control.answer(caller, control.WakeReply(woken=woken))
         elif isinstance(request, control.Push):
             child = self.children.get(request.name)
