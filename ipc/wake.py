@@ -96,6 +96,16 @@ class LazyWaker:
             self.waker = Waker(runtime)
         return self.waker.wake(agent, note)
 
+    def prime(self, agent: str) -> None:
+        """Make the socket to ``agent`` now, so that a first ring made under a lock does not
+        start ZeroMQ there (its context, I/O thread and connect: about a millisecond)."""
+        if self.waker is None:
+            runtime = self._runtime_dir()
+            if runtime is None:
+                return
+            self.waker = Waker(runtime)
+        self.waker.socket_for(agent)
+
     def close(self) -> None:
         """Close, letting rings still in flight go out."""
         if self.waker is not None:
@@ -170,22 +180,29 @@ class Waker:
         """Wake ``agent``; False if it is not listening (nothing to wait for), or if no
         socket can be had (out of files: the recipient's fallback poll reads it later).
         ``note``: a task's id, for the on-call teammate (:meth:`WakeListener.take_notes`)."""
-        sock = self.sockets.get(agent)
+        sock = self.socket_for(agent)
         if sock is None:
-            path = socket_path(self.runtime_dir, agent)
-            if not path.exists():
-                return False
-            sock = self._connect(path)
-            if sock is None:
-                return False
-            self.sockets[agent] = sock
-        else:
-            self.sockets.move_to_end(agent)
+            return False
         try:
             sock.send(note, zmq.NOBLOCK)
             return True
         except zmq.ZMQError:
             return False  # its queue is full: it has plenty of wakes to read already
+
+    def socket_for(self, agent: str) -> zmq.Socket[bytes] | None:
+        """The socket connected to ``agent``'s doorbell, made if need be; None if it is not
+        listening or no socket can be had."""
+        sock = self.sockets.get(agent)
+        if sock is not None:
+            self.sockets.move_to_end(agent)
+            return sock
+        path = socket_path(self.runtime_dir, agent)
+        if not path.exists():
+            return None
+        sock = self._connect(path)
+        if sock is not None:
+            self.sockets[agent] = sock
+        return sock
 
     def _connect(self, path: Path) -> zmq.Socket[bytes] | None:
         if self.ctx is None:

@@ -4,6 +4,7 @@ whose lock wait times out looking again rather than exiting."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -25,11 +26,13 @@ from msgspec import UNSET
 from ipc import TaskList, link
 from ipc.errors import LockTimeout
 from ipc.locks import locked
+from ipc.operations import TaskCreate
 from ipc.paths import TeamPaths
 from ipc.schemas import Task, dump_json
 from ipc.storage import atomic_write
-from ipc.wake import ON_CALL, WakeListener, on_call
+from ipc.wake import ON_CALL, WakeListener, Waker, on_call
 from supervisor.client.handle import TeamHandle
+from supervisor.client.operations import task_create
 from supervisor.daemon.router import Router, TurnCap
 from tests.router_helpers import Roster, frames_to, routing, said
 from tests.runtime_helpers import running_team, wait_for
@@ -292,6 +295,34 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
         ctx.term()
 
 
+def test_a_first_create_makes_its_doorbell_socket_before_it_takes_the_lists_lock(
+    root: Path, team: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = TeamHandle(team, root=root)
+    runtime = handle.paths.runtime_dir()
+    (runtime / ON_CALL).write_text("alice")
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    alice = WakeListener(ctx, runtime, "alice")
+    held: list[bool] = []
+    connect = Waker._connect
+
+    def connect_noting_the_lock(waker: Waker, path: Path) -> Any:
+        held.append(_lock_is_held(handle.paths))
+        return connect(waker, path)
+
+    monkeypatch.setattr(Waker, "_connect", connect_noting_the_lock)
+    try:
+        task = task_create(handle, TaskCreate(subject="The first of this process"))
+        assert held == [False], "ZeroMQ started under the task list's lock (about a millisecond held)"
+        assert alice.socket.poll(5000) and alice.drain() == 1 and alice.take_notes() == [task.id]
+        task_create(handle, TaskCreate(subject="The second"))
+        assert held == [False], "one socket for the on-call teammate, made once"
+    finally:
+        handle.close()
+        alice.close()
+        ctx.term()
+
+
 def _lock_is_held(paths: TeamPaths) -> bool:
     fd = os.open(paths.tasks_lock, os.O_RDONLY)
     try:
@@ -309,15 +340,22 @@ def test_a_teammate_rung_ahead_of_the_task_file_waits_for_the_lock_and_claims_it
     creator, claimer = TaskList(root, team), TaskList(root, team)
     waiting = threading.Event()
     take_lock = claimer._locked
+    rung_for: list[str] = []
+    files: list[tuple[bool, bool]] = []  # the task's file there: as it asks for the lock, once it has it
 
-    def locked_after_saying_so() -> Any:
+    @contextlib.contextmanager
+    def locked_after_saying_so() -> Iterator[Any]:
+        asked = creator.paths.task(rung_for[0]).exists()
         waiting.set()
-        return take_lock()
+        with take_lock() as guard:
+            files.append((asked, creator.paths.task(rung_for[0]).exists()))
+            yield guard
 
     claimer._locked = locked_after_saying_so  # type: ignore[method-assign]
     claimed: list[Task | None] = []
 
     def rung(task_id: str) -> str:  # as the on-call teammate is rung: the file is not there yet
+        rung_for.append(task_id)
         thread = threading.Thread(target=lambda: claimed.append(claimer.claim_next("alice", hint=task_id)))
         thread.start()
         threads.append(thread)
@@ -331,6 +369,7 @@ def test_a_teammate_rung_ahead_of_the_task_file_waits_for_the_lock_and_claims_it
     threads[0].join(10)
     assert claimed and claimed[0] is not None, "the teammate went idle: the task was not there yet"
     assert claimed[0].id == task.id and creator.get(task.id).owner == "alice"
+    assert files[0] == (False, True), "it asked for the lock before the file was written, had it after"
     # Found under the lock, a task that no teammate may take is left alone.
     made: list[Task] = []
 

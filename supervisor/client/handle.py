@@ -229,6 +229,20 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
+    def prime_on_call(self) -> None:
+        """Before this process's first create: its ring to the on-call teammate goes out
+        under the task list's lock, and the doorbell's first socket is dear to make (see
+        :meth:`LazyWaker.prime`), so it is made before the lock is taken."""
+        if self._doorbell.waker is not None or self.state.engine is not None:
+            return
+        try:
+            runtime = self.paths.existing_runtime_dir()
+            name = on_call(runtime) if runtime is not None else ""
+            if name:
+                self._doorbell.prime(name)
+        except Exception:  # only a head start: the ring itself still tries, and may say why
+            log.debug("could not prepare the on-call teammate's doorbell", exc_info=True)
+
     def _ring_on_call(self, task_id: str) -> str:
         """Ring the on-call teammate, the ring naming ``task_id`` (it tries that one before
         looking through the list); whom it rang, or "". Only a hint: it never fails what
