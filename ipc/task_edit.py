@@ -24,7 +24,7 @@ from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.paths import normalise_agent_name
 from ipc.schemas import Task
 from ipc.task_graph import TaskGraph
-from ipc.task_rules import STATUSES, check_text
+from ipc.task_rules import STATUSES, check_metadata, check_text
 
 
 class Reads(Protocol):
@@ -66,8 +66,7 @@ class TaskEdit:
         """The request, or InvalidInput naming what is wrong (before anything is read)."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"task status {status!r} is not one of {', '.join(STATUSES)}")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+        check_metadata(metadata)
         if subject is not None or description is not None:
             check_text(subject if subject is not None else "x", description)
         return cls(
@@ -132,7 +131,10 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> tuple
     if status is not None:
         fields["status"] = status
     if edit.metadata is not None or (status == "pending" and "lastError" in task.meta):
-        fields["metadata"] = {k: v for k, v in meta.items() if v is not None} or UNSET
+        kept = {k: v for k, v in meta.items() if v is not None}
+        if edit.metadata:
+            check_metadata(kept, merged=True)
+        fields["metadata"] = kept or UNSET
     graph.put(msgspec.structs.replace(task, **fields))
     if reopened:
         graph.reopen(task_id)

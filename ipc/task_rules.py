@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
 from msgspec import Struct
 
 from ipc.errors import InvalidInput
@@ -71,6 +72,24 @@ def claimable(tasks: builtins.list[Task]) -> Iterator[Task]:
             and not open_ids & set(task.blocked_by)
         ):
             yield task
+
+
+def check_metadata(metadata: Any, *, merged: bool = False) -> None:
+    """A task's metadata: a JSON object, no longer encoded than a description may be (a
+    task file is read whole by every look at the list). ``merged``: what an update leaves."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+    try:
+        size = len(msgspec.json.encode(metadata))
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidInput(f"task metadata must be plain JSON: {exc}") from None
+    if size > MAX_DESCRIPTION_BYTES:
+        which = "would be" if merged else "is"
+        raise InvalidInput(
+            f"the task's metadata {which} {size} bytes as JSON; the limit is {MAX_DESCRIPTION_BYTES}"
+        )
 
 
 def check_text(subject: Any, description: Any) -> None:

@@ -31,7 +31,7 @@ from msgspec import UNSET
 
 from ipc import task_edit
 from ipc.clock import now_iso
-from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.errors import AgentTeamsError
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
@@ -44,6 +44,7 @@ from ipc.task_reads import TaskReads
 from ipc.task_rules import (
     Change,
     ClaimResult,
+    check_metadata,
     check_text,
 )
 
@@ -214,8 +215,7 @@ class TaskList(TaskReads):
         ("" for none), a member of the team (an assignment must reach a real inbox)."""
         for subject, description, _, metadata, _ in specs:
             check_text(subject, description)
-            if metadata is not None and not isinstance(metadata, dict):
-                raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
+            check_metadata(metadata)
         if not owner:
             return ""
         owner = normalise_agent_name(owner)

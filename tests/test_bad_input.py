@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp_types import TextContent
 
-from ipc.errors import NotFound
+from ipc.errors import InvalidInput, NotFound
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import Door
@@ -408,3 +408,26 @@ def test_a_message_to_no_member_names_the_members_before_asking_for_a_summary(te
         "a message needs a summary (a few words shown in previews)"
     )
     assert listing(team.paths.root) == before
+
+
+def test_task_metadata_has_the_limit_of_a_description_at_every_door(team: Team) -> None:
+    """Uncapped, a 20 MB metadata went in through the Python API and the MCP door, and every
+    look at the list read it; only the HTTP door's 8 MiB body cap stood in the way. (The
+    command line takes no metadata.)"""
+    before = listing(team.paths.root)
+    big = {"blob": "x" * (1024 * 1024)}
+    said = "the task's metadata is 1048587 bytes as JSON; the limit is 1048576"
+    assert tool(team, "task_create", {"subject": "s", "metadata": big}) == said
+    assert http(team, "POST", "/tasks", 400, json={"subject": "s", "metadata": big}) == said
+    with pytest.raises(InvalidInput, match=said):
+        team.tasks.create("s", metadata=big)
+    # An update that adds to what is there is measured as what it would leave.
+    half = {"a": "x" * (600 * 1024)}
+    team.tasks.update("1", metadata=half)
+    before = listing(team.paths.root)
+    grown = tool(team, "task_update", {"id": "1", "metadata": {"b": "y" * (600 * 1024)}})
+    assert grown == "the task's metadata would be 1228815 bytes as JSON; the limit is 1048576"
+    with pytest.raises(InvalidInput, match="task metadata must be plain JSON"):
+        team.tasks.create("s", metadata={"when": object()})
+    assert listing(team.paths.root) == before
+    assert team.tasks.get("1").meta == half
