@@ -278,3 +278,30 @@ def test_mcp_servers_named_by_a_definition_come_from_the_project_or_the_user(tmp
     assert Rule.parse("mcp__db").names("mcp__db__query") and Rule.parse("mcp__db__*").names("mcp__db__query")
     assert not Rule.parse("mcp__db").names("mcp__dbx__query")
     assert mcp_servers.mcp_name("my.docs", "get page") == "mcp__my_docs__get_page"  # what the API takes
+
+
+def test_an_offline_teammate_gives_a_tasks_work_to_a_subagent_when_its_metadata_says_so(root: Path) -> None:
+    """``metadata.subagent``: the offline teammate starts a subagent with that prompt, which
+    (on the offline model too) runs the prompt's `backticked` commands, so subagents can be
+    tried with no model API. Its answer is the task's result; a subagent that fails gives
+    the task back, failed, with its error."""
+    with running_team(root) as team:
+        team.spawn("ada")
+        wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
+        helped = team.tasks.create(
+            "Count with a helper", metadata={"subagent": "Run `echo helped-$((40 + 2))`"}
+        )
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(helped.id).status == "completed", timeout=30)
+        assert wait_for(
+            lambda: f"Completed task #{helped.id}: Count with a helper\nhelped-42" in lead_said(team)
+        )
+        records = [json.loads(p.read_bytes()) for p in (team.paths.team_dir / "subagents").glob("*.json")]
+        assert [(r["parent"], r["status"], r["result"]) for r in records] == [
+            ("ada", "completed", "helped-42")
+        ]
+        failing = team.tasks.create("Fail in a helper", metadata={"subagent": "Run `echo no >&2; exit 3`"})
+        team.wake("*")
+        wait_for(lambda: "lastError" in (team.tasks.get(failing.id).metadata or {}), timeout=30)
+        error = str(team.tasks.get(failing.id).meta["lastError"])
+        assert "the subagent failed" in error and "exit 3" in error, error

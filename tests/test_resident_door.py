@@ -90,13 +90,24 @@ def test_send_and_create_through_the_door_as_the_full_path_does_and_refuse_alike
         as_bob = [m for m in lead_box if m["from"] == "bob" and m["text"] == "hello"]
         assert [m.get("via") for m in as_bob] == ["person"] * 2  # a person in bob's name, either way
 
-        create = ("task", "create", "t", "by the door", "--command", "true", "--json")
+        create = (
+            "task",
+            "create",
+            "t",
+            "by the door",
+            "--command",
+            "true",
+            "--subagent",
+            "Run `true`",
+            "--json",
+        )
         names, created = imports_of(root, *create)
         assert created.returncode == 0, created.stderr
         assert not sorted(n for n in names if n.split(".")[0] in HEAVY)
         a, b = json.loads(created.stdout), json.loads(full_path(root, *create).stdout)
         assert int(b["id"]) == int(a["id"]) + 1
         assert {k: v for k, v in a.items() if k != "id"} == {k: v for k, v in b.items() if k != "id"}
+        assert a["metadata"] == {"command": "true", "subagent": "Run `true`"}
         assert (
             run(root, "task", "create", "t", "third").stdout == f"created task #{int(b['id']) + 1}: third\n"
         )

@@ -126,6 +126,20 @@ class OfflineModel:
                 self._give_back(tools, task, result.content, "failed")
                 return TurnOutcome()
             output = result.content
+        helper = metadata.get("subagent")
+        if isinstance(helper, str) and helper.strip():
+            # A subagent does the task's work (its prompt's `backticked` commands, on this
+            # model): how subagents can be tried with no model API at hand.
+            args = {
+                "description": str(task["subject"])[:60],
+                "prompt": helper,
+                "subagent_type": "general-purpose",
+            }
+            result = tools.call("Agent", args)
+            if result.is_error:
+                self._give_back(tools, task, result.content, "failed")
+                return TurnOutcome()
+            output = result.content.split("\n\nagentId: ")[0]  # its answer, not the usage that follows
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
         if done.is_error:  # a TaskCompleted hook kept it open, or the update could not be written
             self._give_back(tools, task, f"not completed: {done.content}", "blocked")

@@ -198,6 +198,12 @@ def add_task(cmd: Command, sub: Any, only: str | None = None) -> None:
     t_create.add_argument(
         "--command", dest="shell", default=None, help="shell command an offline teammate runs"
     )
+    t_create.add_argument(
+        "--subagent",
+        default=None,
+        metavar="PROMPT",
+        help="an offline teammate gives the task to a subagent with this prompt (it runs the `backticked` commands)",
+    )
     t_create.add_argument("--blocked-by", nargs="*", default=[])
     t_create.add_argument("--active-form", default=None)
     t_create.add_argument(
@@ -246,6 +252,12 @@ def quick_parser(command: str, task_command: str | None = None) -> Parser:
     else:
         add_task(cmd, sub, task_command)
     return p
+
+
+def task_metadata(args: Any) -> dict[str, str] | None:
+    """What ``task create``'s --command and --subagent put in the task's metadata (None: nothing)."""
+    metadata = {key: value for key, value in (("command", args.shell), ("subagent", args.subagent)) if value}
+    return metadata or None
 
 
 def created_line(task_id: str, subject: str) -> str:

@@ -26,7 +26,7 @@ import time
 
 from supervisor.cli import exits
 from supervisor.cli.homes import command_of
-from supervisor.cli.parsers import LEAD_NAME, created_line, quick_parser
+from supervisor.cli.parsers import LEAD_NAME, created_line, quick_parser, task_metadata
 
 TYPE_CHECKING = False  # not typing's (see supervisor.cli.parsers)
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def attempt(argv: list[str]) -> int | None:
             "subject": args.subject,
             "description": args.description,
             "blocked_by": args.blocked_by,
-            "metadata": {"command": args.shell} if args.shell else None,
+            "metadata": task_metadata(args),
             "active_form": args.active_form,
             "owner": args.owner,
         }

@@ -14,7 +14,7 @@ from ipc import operations as io
 from ipc.errors import InvalidInput
 from ipc.schemas import Task
 from supervisor.cli.output import emit, open_handle, row_budget, warn
-from supervisor.cli.parsers import created_line
+from supervisor.cli.parsers import created_line, task_metadata
 from supervisor.client import busy
 from supervisor.client import operations as ops
 
@@ -61,7 +61,7 @@ def cmd_task(args: argparse.Namespace) -> int:
                 subject=args.subject,
                 description=args.description,
                 blocked_by=args.blocked_by,
-                metadata={"command": args.shell} if args.shell else None,
+                metadata=task_metadata(args),
                 active_form=args.active_form,
                 owner=args.owner,
             )
