@@ -44,6 +44,10 @@ def test_a_failed_task_with_a_wrong_command_is_fixed_from_the_command_line(root:
     assert isinstance(second, dict) and second["blockedBy"] == []
     err = cli(root, "task", "update", "t", "2", "--remove-blocked-by", "1", ok=False).stderr
     assert "task #2 is not blocked by #1" in err
+    helped = jcli(root, "task", "update", "t", "2", "--subagent", "Run `echo fixed`", "--command", "")
+    assert isinstance(helped, dict) and helped["metadata"] == {"subagent": "Run `echo fixed`"}
+    alone = jcli(root, "task", "update", "t", "2", "--subagent", "")
+    assert isinstance(alone, dict) and "metadata" not in alone  # the last key removed: none left
 
 
 def test_removing_a_dependency_is_an_operation_of_the_table(root: Path) -> None:

@@ -229,6 +229,12 @@ def add_task(cmd: Command, sub: Any, only: str | None = None) -> None:
         default=None,
         help="the shell command an offline teammate runs ('' removes it)",
     )
+    t_update.add_argument(
+        "--subagent",
+        default=None,
+        metavar="PROMPT",
+        help="the prompt of the subagent an offline teammate gives the task to ('' removes it)",
+    )
     t_list = sub_cmd(task_sub, "list", "list tasks")
     t_list.add_argument("team")
     t_list.add_argument("--all", action="store_true", help="also Claude Code's hidden teammate tasks")
@@ -254,10 +260,13 @@ def quick_parser(command: str, task_command: str | None = None) -> Parser:
     return p
 
 
-def task_metadata(args: Any) -> dict[str, str] | None:
-    """What ``task create``'s --command and --subagent put in the task's metadata (None: nothing)."""
-    metadata = {key: value for key, value in (("command", args.shell), ("subagent", args.subagent)) if value}
-    return metadata or None
+def task_metadata(args: Any, *, update: bool = False) -> dict[str, str | None] | None:
+    """What ``task create``'s (or ``update``'s) --command and --subagent put in the task's
+    metadata (None: nothing). In an update, '' removes the key (None deletes it)."""
+    given = (("command", args.shell), ("subagent", args.subagent))
+    if update:
+        return {key: value or None for key, value in given if value is not None} or None
+    return {key: value for key, value in given if value} or None
 
 
 def created_line(task_id: str, subject: str) -> str:

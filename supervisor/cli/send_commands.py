@@ -81,7 +81,7 @@ def cmd_task(args: argparse.Namespace) -> int:
                 add_blocked_by=args.add_blocked_by,
                 remove_blocks=args.remove_blocks,
                 remove_blocked_by=args.remove_blocked_by,
-                metadata=None if args.shell is None else {"command": args.shell or None},
+                metadata=task_metadata(args, update=True),
             )
             changed = ops.task_update(team, update)
             emit(
