@@ -67,8 +67,8 @@ class TaskEdit:
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"task status {status!r} is not one of {', '.join(STATUSES)}")
         check_metadata(metadata)
-        if subject is not None or description is not None:
-            check_text(subject if subject is not None else "x", description)
+        if subject is not None or description is not None or active_form is not None:
+            check_text(subject if subject is not None else "x", description, active_form)
         return cls(
             status=status,
             subject=subject,
@@ -132,8 +132,10 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> tuple
         fields["status"] = status
     if edit.metadata is not None or (status == "pending" and "lastError" in task.meta):
         kept = {k: v for k, v in meta.items() if v is not None}
-        if edit.metadata:
-            check_metadata(kept, merged=True)
+        if any(v is not None and k != "lastError" for k, v in (edit.metadata or {}).items()):
+            # Measured as it would be left; a deletion, or the failure record a give-back or
+            # a release writes (cut to 2,000 characters), never stops the update that makes it.
+            check_metadata(kept, before=task.meta)
         fields["metadata"] = kept or UNSET
     graph.put(msgspec.structs.replace(task, **fields))
     if reopened:

@@ -74,28 +74,45 @@ def claimable(tasks: builtins.list[Task]) -> Iterator[Task]:
             yield task
 
 
-def check_metadata(metadata: Any, *, merged: bool = False) -> None:
-    """A task's metadata: a JSON object, no longer encoded than a description may be (a
-    task file is read whole by every look at the list). ``merged``: what an update leaves."""
+MAX_METADATA_DEPTH = 16  # objects and arrays within each other: enough for any real use
+
+
+def metadata_bytes(metadata: dict[str, Any]) -> int:
+    """What ``metadata`` adds to its task's file, laid out as the file is (two-space indent,
+    one level in); InvalidInput if it is not plain JSON or nested past the depth limit."""
+    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    while stack:  # the depth first, without recursion: a deep one would blow the laying out up
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_METADATA_DEPTH:
+                raise InvalidInput(f"task metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    try:
+        return len(msgspec.json.format(msgspec.json.encode({"metadata": metadata}), indent=2))
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidInput(f"task metadata must be plain JSON: {exc}") from None
+
+
+def check_metadata(metadata: Any, *, before: dict[str, Any] | None = None) -> None:
+    """A task's metadata: a JSON object whose part of the task file is no bigger than a
+    description may be (every look at the list reads each file whole). ``before``: what the
+    task had; an update is refused only if it leaves more than that, past the limit."""
     if metadata is None:
         return
     if not isinstance(metadata, dict):
         raise InvalidInput(f"task metadata must be a JSON object, not {type(metadata).__name__}")
-    try:
-        size = len(msgspec.json.encode(metadata))
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidInput(f"task metadata must be plain JSON: {exc}") from None
-    if size > MAX_DESCRIPTION_BYTES:
-        which = "would be" if merged else "is"
+    size = metadata_bytes(metadata)
+    if size > MAX_DESCRIPTION_BYTES and (before is None or size > metadata_bytes(before)):
+        which = "is" if before is None else "would be"
         raise InvalidInput(
-            f"the task's metadata {which} {size} bytes as JSON; the limit is {MAX_DESCRIPTION_BYTES}"
+            f"the task's metadata {which} {size} bytes in its file; the limit is {MAX_DESCRIPTION_BYTES}"
         )
 
 
-def check_text(subject: Any, description: Any) -> None:
+def check_text(subject: Any, description: Any, active_form: Any = None) -> None:
     if not isinstance(subject, str) or not subject.strip():
         raise InvalidInput("a task needs a subject: a short imperative sentence like 'Count the words'")
-    for name, value in (("subject", subject), ("description", description)):
+    for name, value in (("subject", subject), ("description", description), ("activeForm", active_form)):
         if isinstance(value, str) and len(value.encode()) > MAX_DESCRIPTION_BYTES:
             raise InvalidInput(
                 f"the task's {name} is {len(value.encode())} bytes; the limit is {MAX_DESCRIPTION_BYTES}"

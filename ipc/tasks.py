@@ -213,8 +213,8 @@ class TaskList(TaskReads):
     ) -> str:
         """The specs and the owner checked before an id is issued: the owner normalised
         ("" for none), a member of the team (an assignment must reach a real inbox)."""
-        for subject, description, _, metadata, _ in specs:
-            check_text(subject, description)
+        for subject, description, active_form, metadata, _ in specs:
+            check_text(subject, description, active_form)
             check_metadata(metadata)
         if not owner:
             return ""

@@ -413,21 +413,56 @@ def test_a_message_to_no_member_names_the_members_before_asking_for_a_summary(te
 def test_task_metadata_has_the_limit_of_a_description_at_every_door(team: Team) -> None:
     """Uncapped, a 20 MB metadata went in through the Python API and the MCP door, and every
     look at the list read it; only the HTTP door's 8 MiB body cap stood in the way. (The
-    command line takes no metadata.)"""
+    command line sets one key at a time, with --command and --subagent.) What counts is the
+    metadata's part of the task file, laid out as the file is: nested, a small body made a
+    large file. An activeForm is held to the limit of a description too."""
     before = listing(team.paths.root)
     big = {"blob": "x" * (1024 * 1024)}
-    said = "the task's metadata is 1048587 bytes as JSON; the limit is 1048576"
+    said = "the task's metadata is 1048614 bytes in its file; the limit is 1048576"
     assert tool(team, "task_create", {"subject": "s", "metadata": big}) == said
     assert http(team, "POST", "/tasks", 400, json={"subject": "s", "metadata": big}) == said
     with pytest.raises(InvalidInput, match=said):
         team.tasks.create("s", metadata=big)
-    # An update that adds to what is there is measured as what it would leave.
+    laid_out = {"m": [[[0] * 20_000] for _ in range(10)]}  # 400 KB as a body, 2.6 MB in the file
+    assert tool(team, "task_create", {"subject": "s", "metadata": laid_out}).startswith(
+        "the task's metadata is 2600399 bytes"
+    )
+    deep: dict[str, object] = {}
+    for _ in range(40):
+        deep = {"d": deep}
+    assert tool(team, "task_create", {"subject": "s", "metadata": deep}) == (
+        "task metadata is nested more than 16 levels deep"
+    )
+    with pytest.raises(InvalidInput, match="task metadata must be plain JSON"):
+        team.tasks.create("s", metadata={"when": object()})
+    long_form = "y" * (1024 * 1024 + 1)
+    assert tool(team, "task_create", {"subject": "s", "active_form": long_form}) == (
+        "the task's activeForm is 1048577 bytes; the limit is 1048576"
+    )
+    assert listing(team.paths.root) == before, "a refused create wrote something"
+    # An update is measured as what it would leave, and refused only if it grows past the limit.
     half = {"a": "x" * (600 * 1024)}
     team.tasks.update("1", metadata=half)
     before = listing(team.paths.root)
     grown = tool(team, "task_update", {"id": "1", "metadata": {"b": "y" * (600 * 1024)}})
-    assert grown == "the task's metadata would be 1228815 bytes as JSON; the limit is 1048576"
-    with pytest.raises(InvalidInput, match="task metadata must be plain JSON"):
-        team.tasks.create("s", metadata={"when": object()})
+    assert grown == "the task's metadata would be 1228848 bytes in its file; the limit is 1048576"
+    assert listing(team.paths.root) == before and team.tasks.get("1").meta == half
+
+
+def test_a_task_near_or_past_the_metadata_limit_can_still_be_given_back_and_trimmed(team: Team) -> None:
+    """A give-back records the failure (2,000 characters at most) in the metadata; refused on a
+    task near the limit, the task stayed in_progress with its teammate. An update that leaves
+    a task past the limit smaller than it was goes through too; one that grows it does not."""
+    near = {"a": "x" * (1024 * 1024 - 100)}
+    team.tasks.update("1", status="in_progress", owner="ada", metadata=near)
+    team.tasks.update("1", status="pending", owner="", metadata={"lastError": "e" * 2000})
+    given_back = team.tasks.get("1")
+    assert given_back.status == "pending" and given_back.owner_name is None
+    assert given_back.meta == {**near, "lastError": "e" * 2000}, "past the limit now, by the record"
+    team.tasks.update("1", metadata={"lastError": None, "c": "z" * 100})
+    trimmed = team.tasks.get("1")
+    assert trimmed.meta == {**near, "c": "z" * 100}, "still past the limit, but smaller: let through"
+    before = listing(team.paths.root)
+    with pytest.raises(InvalidInput, match="the task's metadata would be 1048737 bytes in its file"):
+        team.tasks.update("1", metadata={"d": "z" * 100})
     assert listing(team.paths.root) == before
-    assert team.tasks.get("1").meta == half
