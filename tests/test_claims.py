@@ -312,7 +312,11 @@ def test_a_first_create_makes_its_doorbell_socket_before_it_takes_the_lists_lock
 
     monkeypatch.setattr(Waker, "_connect", connect_noting_the_lock)
     try:
-        task = task_create(handle, TaskCreate(subject="The first of this process"))
+        alice.close()  # not listening yet: a create rings no one, and starts no ZeroMQ
+        task_create(handle, TaskCreate(subject="Before she listens"))
+        assert held == []
+        alice = WakeListener(ctx, runtime, "alice")
+        task = task_create(handle, TaskCreate(subject="The first she hears"))
         assert held == [False], "ZeroMQ started under the task list's lock (about a millisecond held)"
         assert alice.socket.poll(5000) and alice.drain() == 1 and alice.take_notes() == [task.id]
         task_create(handle, TaskCreate(subject="The second"))

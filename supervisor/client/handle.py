@@ -233,8 +233,9 @@ class TeamHandle:
         """Before this process's first create: its ring to the on-call teammate goes out
         under the task list's lock, and the doorbell's first socket is dear to make (see
         :meth:`LazyWaker.prime`), so it is made before the lock is taken."""
-        if self._doorbell.waker is not None or self.state.engine is not None:
-            return
+        waker = self._doorbell.waker
+        if (waker is not None and waker.ctx is not None) or self.state.engine is not None:
+            return  # ZeroMQ is started (or not used): a socket to a new name is cheap beside it
         try:
             runtime = self.paths.existing_runtime_dir()
             name = on_call(runtime) if runtime is not None else ""
