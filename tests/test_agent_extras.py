@@ -280,11 +280,14 @@ def test_mcp_servers_named_by_a_definition_come_from_the_project_or_the_user(tmp
     assert mcp_servers.mcp_name("my.docs", "get page") == "mcp__my_docs__get_page"  # what the API takes
 
 
-def test_an_offline_teammate_gives_a_tasks_work_to_a_subagent_when_its_metadata_says_so(root: Path) -> None:
+def test_an_offline_teammate_gives_a_tasks_work_to_a_subagent_when_its_metadata_says_so(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``metadata.subagent``: the offline teammate starts a subagent with that prompt, which
     (on the offline model too) runs the prompt's `backticked` commands, so subagents can be
     tried with no model API. Its answer is the task's result; a subagent that fails gives
     the task back, failed, with its error."""
+    monkeypatch.setenv("AGENTTEAMS_SUBAGENT_CHECK_IN", "0.5")
     with running_team(root) as team:
         team.spawn("ada")
         wait_for(lambda: team.status().teammates[0].state == "idle", timeout=20)
@@ -305,3 +308,9 @@ def test_an_offline_teammate_gives_a_tasks_work_to_a_subagent_when_its_metadata_
         wait_for(lambda: "lastError" in (team.tasks.get(failing.id).metadata or {}), timeout=30)
         error = str(team.tasks.get(failing.id).meta["lastError"])
         assert "the subagent failed" in error and "exit 3" in error, error
+        # One the offline rule moves to the background at its first check-in ("background"
+        # in its prompt): the task is done, and the lead is told so, not sent a JSON brace.
+        late = team.tasks.create("Slow helper", metadata={"subagent": "In the background: `sleep 2`"})
+        team.wake("*")
+        said = f"Completed task #{late.id}: Slow helper\nits subagent goes on in the background"
+        assert wait_for(lambda: said in lead_said(team), timeout=30)

@@ -140,6 +140,8 @@ class OfflineModel:
                 self._give_back(tools, task, result.content, "failed")
                 return TurnOutcome()
             output = result.content.split("\n\nagentId: ")[0]  # its answer, not the usage that follows
+            if '"async_launched"' in output:  # moved to the background at a check-in: it goes on
+                output = "its subagent goes on in the background; its answer comes later"
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
         if done.is_error:  # a TaskCompleted hook kept it open, or the update could not be written
             self._give_back(tools, task, f"not completed: {done.content}", "blocked")
