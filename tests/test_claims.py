@@ -246,14 +246,21 @@ def test_a_task_the_rung_teammate_claimed_before_the_supervisor_heard_of_it_is_n
     assert "ann" in router.claiming
 
 
-def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file_is_written(
+def _alice_on_call(
     root: Path, team: str
-) -> None:
+) -> tuple[TeamHandle, Path, zmq.Context[zmq.Socket[bytes]], WakeListener]:
+    """A handle on the team, and alice on call, listening at her doorbell."""
     handle = TeamHandle(team, root=root)
     runtime = handle.paths.runtime_dir()
     (runtime / ON_CALL).write_text("alice")
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    alice = WakeListener(ctx, runtime, "alice")
+    return handle, runtime, ctx, WakeListener(ctx, runtime, "alice")
+
+
+def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file_is_written(
+    root: Path, team: str
+) -> None:
+    handle, runtime, ctx, alice = _alice_on_call(root, team)
     seen: list[tuple[bool, bool]] = []
     ring = handle._ring_on_call
 
@@ -298,11 +305,7 @@ def test_a_create_rings_the_on_call_teammate_once_under_the_lock_before_its_file
 def test_a_first_create_makes_its_doorbell_socket_before_it_takes_the_lists_lock(
     root: Path, team: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handle = TeamHandle(team, root=root)
-    runtime = handle.paths.runtime_dir()
-    (runtime / ON_CALL).write_text("alice")
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    alice = WakeListener(ctx, runtime, "alice")
+    handle, runtime, ctx, alice = _alice_on_call(root, team)
     held: list[bool] = []
     connect = Waker._connect
 
