@@ -237,20 +237,23 @@ class TeamHandle:
         if (waker is not None and waker.ctx is not None) or self.state.engine is not None:
             return  # ZeroMQ is started (or not used): a socket to a new name is cheap beside it
         try:
-            runtime = self.paths.existing_runtime_dir()
-            name = on_call(runtime) if runtime is not None else ""
+            name = self._on_call()
             if name:
                 self._doorbell.prime(name)
         except Exception:  # only a head start: the ring itself still tries, and may say why
             log.debug("could not prepare the on-call teammate's doorbell", exc_info=True)
+
+    def _on_call(self) -> str:
+        """The on-call teammate's name, or "" (no one idle, or the team is not up)."""
+        runtime = self.paths.existing_runtime_dir()
+        return on_call(runtime) if runtime is not None else ""
 
     def _ring_on_call(self, task_id: str) -> str:
         """Ring the on-call teammate, the ring naming ``task_id`` (it tries that one before
         looking through the list); whom it rang, or "". Only a hint: it never fails what
         made the task (the supervisor, told of it, wakes someone)."""
         try:
-            runtime = self.paths.existing_runtime_dir()
-            name = on_call(runtime) if runtime is not None else ""
+            name = self._on_call()
             return name if name and self._doorbell.wake(name, task_id.encode()) else ""
         except Exception:  # out of files for a socket, say
             log.warning("could not ring the on-call teammate for task %s", task_id, exc_info=True)
