@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,16 @@ ROOT_FILE = "root"  # in a runtime directory: the state root and team it belongs
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 TASK_ID = re.compile(r"[0-9]{1,12}")  # ASCII digits: str.isdigit() takes '١' for one
+
+
+def child_path(directory: Path, name: str) -> Path:
+    """``directory / name`` for a name made once per task. Python 3.11's pathlib interns every
+    part it parses, and the interpreter's table of interned strings, churned by a name per
+    task, rebuilt itself at twice its size in the supervisor (0.5 MiB more held, found in the
+    soak). A child made from parsed parts is not interned; 3.12 interns no parts."""
+    if sys.version_info < (3, 12):
+        return directory._make_child_relpath(name)  # type: ignore[attr-defined,no-any-return]
+    return directory / name
 
 
 def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
@@ -183,7 +194,7 @@ class TeamPaths:
     def task(self, task_id: str) -> Path:
         if not TASK_ID.fullmatch(task_id):
             raise InvalidInput(f"task id {task_id!r} is not a task number like '7'")
-        return self.tasks_dir / f"{task_id}.json"
+        return child_path(self.tasks_dir, f"{task_id}.json")
 
     @property
     def tasks_lock(self) -> Path:

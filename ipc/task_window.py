@@ -32,6 +32,7 @@ import msgspec
 
 from ipc.errors import CorruptFile
 from ipc.leftovers import remove_dead_temps, temp_path
+from ipc.paths import child_path
 from ipc.schemas import Task
 from ipc.storage import file_key
 
@@ -156,7 +157,7 @@ class TaskWindow:
                 hint = _hint_decoder.decode(f.read())
         except (OSError, msgspec.DecodeError):
             return None
-        if hint.through < 1 or file_key(self.dir / f"{hint.through}.json") != hint.key:
+        if hint.through < 1 or file_key(child_path(self.dir, f"{hint.through}.json")) != hint.key:
             return None
         return hint
 
@@ -198,7 +199,7 @@ class TaskWindow:
         self._write_hint()
 
     def _write_hint(self) -> None:
-        key = file_key(self.dir / f"{self.through}.json") if self.through else None
+        key = file_key(child_path(self.dir, f"{self.through}.json")) if self.through else None
         if key is None:
             return  # nothing behind the prefix, or its last task deleted: no hint to give
         data = msgspec.json.encode(CompletedPrefix(self.through, self._swept_ns, key))

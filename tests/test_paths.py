@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import secrets
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,16 @@ def test_unusable_names_are_refused_with_one_line(bad: str) -> None:
 def test_task_ids_must_be_numbers(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput):
         TeamPaths(tmp_path, "t").task("../1")
+
+
+def test_a_task_file_name_is_not_interned(tmp_path: Path) -> None:
+    """A name per task kept out of the interpreter's table of interned strings, which would
+    otherwise rebuild itself larger as tasks come and go (a lasting step in the supervisor)."""
+    task_id = str(secrets.randbelow(10**11) + 10**11)  # a name no other test has made
+    path = TeamPaths(tmp_path, "t").task(task_id)
+    assert path == tmp_path / "tasks" / "t" / f"{task_id}.json"
+    fresh = "".join([task_id, ".json"])  # equal to the path's name, a separate object
+    assert sys.intern(fresh) is fresh  # not there before: the path did not intern its name
 
 
 def test_color_cycle() -> None:
