@@ -4,6 +4,7 @@ claimable, the auto-claim prompt, and the checks on a task's text."""
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -79,14 +80,27 @@ MAX_METADATA_DEPTH = 16  # objects and arrays within each other: enough for any 
 
 def metadata_bytes(metadata: dict[str, Any]) -> int:
     """What ``metadata`` adds to its task's file, laid out as the file is (two-space indent,
-    one level in); InvalidInput if it is not plain JSON or nested past the depth limit."""
+    one level in); InvalidInput if it is not plain JSON or nested past the depth limit.
+    (msgspec would write bytes as base64, NaN as null and a key 1 as "1": a task that reads
+    back other than it was given.)"""
     stack: list[tuple[Any, int]] = [(metadata, 1)]
     while stack:  # the depth first, without recursion: a deep one would blow the laying out up
         value, depth = stack.pop()
-        if isinstance(value, dict | list):
+        if isinstance(value, dict | list | tuple):
             if depth > MAX_METADATA_DEPTH:
                 raise InvalidInput(f"task metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+            if isinstance(value, dict):
+                if not all(isinstance(key, str) for key in value):
+                    raise InvalidInput('task metadata\'s keys must be strings, like {"reviewer": "ada"}')
+                value = value.values()
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"task metadata must be plain JSON: {value} is not a JSON number")
+        elif not isinstance(value, str | int | float | None):  # bool is an int
+            raise InvalidInput(
+                "task metadata must be plain JSON (objects, arrays, strings, numbers, true, false, "
+                f"null), not Python's {type(value).__name__}"
+            )
     try:
         return len(msgspec.json.format(msgspec.json.encode({"metadata": metadata}), indent=2))
     except (TypeError, msgspec.EncodeError) as exc:

@@ -6,6 +6,7 @@ code; the tests that need a running team start one on the offline model."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -433,8 +434,14 @@ def test_task_metadata_has_the_limit_of_a_description_at_every_door(team: Team) 
     assert tool(team, "task_create", {"subject": "s", "metadata": deep}) == (
         "task metadata is nested more than 16 levels deep"
     )
-    with pytest.raises(InvalidInput, match="task metadata must be plain JSON"):
-        team.tasks.create("s", metadata={"when": object()})
+    for not_json, said in (
+        ({"when": object()}, "null), not Python's object"),
+        ({"raw": [b"\x00"]}, "null), not Python's bytes"),
+        ({"score": float("nan")}, "task metadata must be plain JSON: nan is not a JSON number"),
+        ({"n": {1: "one"}}, 'task metadata\'s keys must be strings, like {"reviewer": "ada"}'),
+    ):
+        with pytest.raises(InvalidInput, match=re.escape(said)):
+            team.tasks.create("s", metadata=not_json)
     long_form = "y" * (1024 * 1024 + 1)
     assert tool(team, "task_create", {"subject": "s", "active_form": long_form}) == (
         "the task's activeForm is 1048577 bytes; the limit is 1048576"
