@@ -41,12 +41,7 @@ from ipc.storage import ensure_dir, make_spare, read_bytes, rewrite
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
 from ipc.task_reads import TaskReads
-from ipc.task_rules import (
-    Change,
-    ClaimResult,
-    check_metadata,
-    check_text,
-)
+from ipc.task_rules import Change, ClaimResult, check_metadata, check_text
 
 if TYPE_CHECKING:
     from ipc.messaging import Messenger
@@ -64,7 +59,8 @@ class TaskList(TaskReads):
     for each (without it, the fallback poll finds them). ``ring_ahead`` hears, under the lock
     and before the file is written, of the task a create of one claimable task makes (not a
     batch: its teammate would wait out every file); its maker rings a teammate, whose wake-up
-    overlaps the write (the claim waits on the lock: :meth:`claim_next`), and says whom."""
+    overlaps the write (the claim waits on the lock: :meth:`claim_next`), and says whom.
+    ``prime_ring`` is called before that lock is taken, once the create's input is checked."""
 
     def __init__(
         self,
@@ -88,15 +84,11 @@ class TaskList(TaskReads):
         tasks._bind(paths, on_ready, messenger)
         return tasks
 
-    def _bind(
-        self,
-        paths: TeamPaths,
-        on_ready: ReadyHook | None,
-        messenger: Messenger | None,
-    ) -> None:
+    def _bind(self, paths: TeamPaths, on_ready: ReadyHook | None, messenger: Messenger | None) -> None:
         self._bind_reads(paths)
         self.on_ready = on_ready
         self.ring_ahead: Callable[[str], str] | None = None
+        self.prime_ring: Callable[[], None] | None = None
         self._messenger = messenger
 
     @property
@@ -167,6 +159,8 @@ class TaskList(TaskReads):
         specs = builtins.list(specs)
         self._require_team()
         owner = self._checked_owner(specs, owner)
+        if self.prime_ring is not None and self.ring_ahead is not None and len(specs) == 1 and not owner:
+            self.prime_ring()  # what the ring will need, made before the lock is taken
         with self._locked() as guard:
             first = int(self._next_id())
             ids = [str(first + i) for i in range(len(specs))]

@@ -24,7 +24,7 @@ import zmq
 from msgspec import UNSET
 
 from ipc import TaskList, link
-from ipc.errors import LockTimeout
+from ipc.errors import InvalidInput, LockTimeout
 from ipc.locks import locked
 from ipc.operations import TaskCreate
 from ipc.paths import TeamPaths
@@ -319,6 +319,9 @@ def test_a_first_create_makes_its_doorbell_socket_before_it_takes_the_lists_lock
         task_create(handle, TaskCreate(subject="Before she listens"))
         assert held == []
         alice = WakeListener(ctx, runtime, "alice")
+        with pytest.raises(InvalidInput, match="not a JSON number"):
+            task_create(handle, TaskCreate(subject="Refused", metadata={"score": float("nan")}))
+        assert held == [], "a refused create started ZeroMQ"
         task = task_create(handle, TaskCreate(subject="The first she hears"))
         assert held == [False], "ZeroMQ started under the task list's lock (about a millisecond held)"
         assert alice.socket.poll(5000) and alice.drain() == 1 and alice.take_notes() == [task.id]

@@ -58,6 +58,7 @@ class TeamHandle:
             # list's lock, before the file is written: the wake-up overlaps the write, and
             # the teammate's claim waits on that lock (ipc.tasks.TaskList.claim_next).
             state.tasks.ring_ahead = self._ring_on_call
+            state.tasks.prime_ring = self._prime_on_call
         state.messenger.sessions = SupervisorRoute(self.paths)  # the lead's answers to Claude Code
         state.messenger.as_person = True  # what it cannot sign in a member's name is marked a person's
         return state
@@ -229,13 +230,13 @@ class TeamHandle:
                 self._own_bells.append(bell)
             return bell
 
-    def prime_on_call(self) -> None:
+    def _prime_on_call(self) -> None:
         """Before this process's first create: its ring to the on-call teammate goes out
         under the task list's lock, and the doorbell's first socket is dear to make (see
         :meth:`LazyWaker.prime`), so it is made before the lock is taken."""
         waker = self._doorbell.waker
-        if (waker is not None and waker.ctx is not None) or self.state.engine is not None:
-            return  # ZeroMQ is started (or not used): a socket to a new name is cheap beside it
+        if waker is not None and waker.ctx is not None:
+            return  # ZeroMQ is started: a socket to a new name is cheap beside it
         try:
             name = self._on_call()
             if name:

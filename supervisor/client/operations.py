@@ -206,7 +206,6 @@ def task_create(team: TeamHandle, args: io.TaskCreate, actor: str) -> Task:
     for blocker in blockers:
         team.tasks.get(blocker)  # refuse before creating anything
     spec = (args.subject, args.description, args.active_form, args.metadata, blockers)
-    team.prime_on_call()
     return team.tasks.create_many([spec], owner=args.owner, by=actor)[0]
 
 
