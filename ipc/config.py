@@ -25,14 +25,7 @@ from ipc.locks import is_claude_root, locked
 from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name
 from ipc.preserve import Merges, merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
-from ipc.storage import (
-    FileKey,
-    atomic_write,
-    ensure_dir,
-    file_key,
-    read_bytes,
-    read_settled_bytes,
-)
+from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled_bytes
 from ipc.team_list import list_teams, scan_teams
 
 _decoder = msgspec.json.Decoder(TeamConfig)
@@ -415,7 +408,8 @@ class TeamConfigStore:
         shutil.rmtree(self.paths.team_dir, ignore_errors=True)
         # Its sockets, pid file and logs go with it (the supervisor is down by now).
         shutil.rmtree(self.paths.runtime_path(), ignore_errors=True)
-        self._cached, self._last_good, self._last_good_bytes = None, None, b""  # no copy to fall back on
+        self._cached, self._last_good, self._torn = None, None, None  # no copy to fall back on
+        self._last_good_bytes = b""
 
 
 def keep_key(config: TeamConfig, name: str, key: object, keep: int = 8) -> None:
