@@ -117,6 +117,18 @@ def test_keep_keeps_the_team_a_lead_made(root: Path) -> None:
     nothing_left_under(root / "state")
 
 
+def test_a_step_marked_subagent_is_done_by_a_subagent_of_its_teammate(root: Path) -> None:
+    goal = "Teammates: 1\n1. Make it: `echo 21 > n.txt`\n2. Double it [after 1] [subagent]: `awk '{print 2 * $1}' n.txt`\n"
+    done = agentteams(root, "lead", "sub", "--prompt", goal, "--keep", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "#2 Double it: completed" in json.loads(done.stdout)["answer"]
+    team = Team.open("sub", root=root / "state")
+    assert team.tasks.get("2").meta == {"subagent": "Double it: `awk '{print 2 * $1}' n.txt`"}
+    records = [json.loads(p.read_bytes()) for p in (team.paths.team_dir / "subagents").glob("*.json")]
+    assert [(r["parent"], r["status"], r["result"]) for r in records] == [("worker-1", "completed", "42")]
+    nothing_left_under(root / "state")
+
+
 def test_ctrl_c_ends_the_lead_with_130_and_leaves_nothing_running(root: Path) -> None:
     proc = subprocess.Popen(
         [
@@ -165,6 +177,7 @@ def test_the_example_goal_runs_where_it_is_told(root: Path) -> None:
 def test_lead_help_shows_the_goal_format() -> None:
     shown = subprocess.run([*AGENTTEAMS, "lead", "--help"], capture_output=True, text=True).stdout
     assert "Teammates: 2" in shown and "2. Count it [after 1]: `wc -c raw.txt`" in shown
+    assert "3. Check it [after 2] [subagent]: `test -s raw.txt`" in shown
     assert "Plan file: plan.md" in shown and "examples/goal.md" in shown
     assert "exit" in shown and "130" in shown
 

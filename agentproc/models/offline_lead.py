@@ -6,6 +6,9 @@ Given a goal that lists numbered steps (in the prompt, or in a file the prompt n
     Teammates: 2
     1. Fetch the data: `curl -o raw.csv …`
     2. Clean it [after 1]: `python clean.py`
+    3. Check it [after 2] [subagent]: `python check.py`
+
+(a step marked ``[subagent]`` is handed by its teammate to a subagent)
 
 it creates one task per step with its blockers (as the task is created, so no teammate can
 claim a step early), spawns the teammates, approves concrete plans and every permission
@@ -31,7 +34,8 @@ from ipc.plans import review_plan
 from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, parse_body
 
 STEP = re.compile(
-    r"^\s*(?P<n>\d+)[.)]\s+(?P<subject>[^\[`:]+?)\s*(?:\[after\s+(?P<after>[\d,\s]+)\])?\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
+    r"^\s*(?P<n>\d+)[.)]\s+(?P<subject>[^\[`:]+?)\s*(?:\[after\s+(?P<after>[\d,\s]+)\])?"
+    r"\s*(?P<subagent>\[subagent\])?\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
     re.IGNORECASE,
 )
 TEAMMATES = re.compile(r"^\s*teammates?\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -41,6 +45,7 @@ DEFAULT_TEAMMATES = 3
 HOW = (
     "List numbered steps, one per line, each optionally with its blockers and a command:\n"
     "  Teammates: 2\n  1. Fetch the data: `echo data > raw.txt`\n  2. Count it [after 1]: `wc -c raw.txt`\n"
+    "(a step marked [subagent] is handed by its teammate to a subagent), "
     "or name a file that does: 'Plan file: plan.md'."
 )
 
@@ -55,6 +60,7 @@ class Step:
     subject: str
     after: tuple[int, ...] = ()
     command: str = ""
+    subagent: bool = False  # its teammate hands the step to a subagent
 
 
 def parse_steps(text: str) -> tuple[list[Step], int | None]:
@@ -66,7 +72,8 @@ def parse_steps(text: str) -> tuple[list[Step], int | None]:
         if match is None:
             continue
         after = tuple(int(n) for n in re.findall(r"\d+", match["after"] or ""))
-        steps.append(Step(int(match["n"]), match["subject"].strip(), after, (match["command"] or "").strip()))
+        command = (match["command"] or "").strip()
+        steps.append(Step(int(match["n"]), match["subject"].strip(), after, command, bool(match["subagent"])))
     numbers = [s.number for s in steps]
     if len(set(numbers)) != len(numbers):
         raise PlanError("two steps have the same number; number them 1, 2, 3…")
@@ -124,7 +131,10 @@ class OfflineLead:
                 "description": f"Step {step.number} of the goal: {step.subject}",
                 "addBlockedBy": [self.task_ids[n] for n in step.after],
             }
-            if step.command:
+            if step.subagent:  # its prompt: the subject, and the command the subagent is to run
+                prompt = f"{step.subject}: `{step.command}`" if step.command else step.subject
+                args["metadata"] = {"subagent": prompt}
+            elif step.command:
                 args["metadata"] = {"command": step.command}
             created = tools.call("TaskCreate", args)
             if created.is_error:
