@@ -76,6 +76,11 @@ def task_number(task_id: str) -> str:
     return str(int(task_id)) if isinstance(task_id, str) and TASK_ID.fullmatch(task_id) else task_id
 
 
+def task_numbers(ids: list[str] | None) -> list[str] | None:
+    """:func:`task_number` of each id of a list (None: none given)."""
+    return None if ids is None else [task_number(t) for t in ids]
+
+
 def _kept(rule: Callable[[str], str]) -> Callable[[str], str]:
     """``rule`` with its answers kept (it is on every send's path; a refused name is not),
     its signature still the one the type checker sees."""

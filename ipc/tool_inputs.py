@@ -4,11 +4,10 @@ model is shown the JSON Schema derived from it (:func:`input_schema`), the Struc
 docstring is the tool's description (:func:`description`), and a call is decoded into it
 once (:func:`decode`), a wrong input becoming one line the model can act on.
 
-Optional fields default to ``None`` ("not given"); the schema shows them as their plain
-type, since a model that sends ``null`` for one means the same. Bounds and defaults
-(``Meta(min_length=1)``, ``ge``, ``le``, a default value) are checked by the decode and
-named in its error, but left out of the schema a model is shown, as Claude Code leaves
-them out of its own: a tool's schema is paid for in every request.
+Optional fields default to ``None`` ("not given"); the schema shows them as their plain type,
+since a model that sends ``null`` for one means the same. Bounds and defaults (``Meta(min_length=1)``,
+``ge``, ``le``, a default value) are checked by the decode and named in its error, but left out of
+the schema a model is shown, as Claude Code leaves them out of its own: paid for in every request.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from msgspec import Meta, field
 
 from ipc.errors import InvalidInput
 from ipc.operations import schema as struct_schema
+from ipc.paths import task_number, task_numbers
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -75,8 +75,7 @@ class SendMessageInput(_Input):
 
     def __post_init__(self) -> None:
         """2.1.330's ``{to, message, summary}`` becomes 2.1.38's ``{type, recipient, content,
-        summary, request_id, approve}``, so a tool reads one spelling; 2.1.38's is kept as
-        sent."""
+        summary, request_id, approve}``, so a tool reads one spelling; 2.1.38's is kept."""
         if self.kind is not None or self.to is None:
             return
         to, message = self.to, self.message
@@ -148,11 +147,17 @@ class TaskCreateInput(_Input):
     metadata: dict[str, Any] | None = None
     add_blocked_by: list[str] | None = field(default=None, name="addBlockedBy")
 
+    def __post_init__(self) -> None:
+        self.add_blocked_by = task_numbers(self.add_blocked_by)
+
 
 class TaskGetInput(_Input):
     """Read one task by id."""
 
     task_id: NonEmpty = field(name="taskId")
+
+    def __post_init__(self) -> None:
+        self.task_id = task_number(self.task_id)
 
 
 class TaskListInput(_Input):
@@ -171,6 +176,11 @@ class TaskUpdateInput(_Input):
     add_blocks: list[str] | None = field(default=None, name="addBlocks")
     add_blocked_by: list[str] | None = field(default=None, name="addBlockedBy")
     metadata: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.task_id = task_number(self.task_id)
+        self.add_blocks = task_numbers(self.add_blocks)
+        self.add_blocked_by = task_numbers(self.add_blocked_by)
 
 
 class ExitPlanModeInput(_Input):

@@ -3,6 +3,7 @@ that does not decode reaches the model as a one-line tool error naming the field
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
 from agentproc.transcript import Transcript
 from ipc import agents, tool_inputs
 from ipc.launch import LaunchSpec
+from ipc.tasks import TaskList
 from ipc.tool_inputs import SendMessageInput
 from tests.fake_anthropic import FakeAnthropic, Reply, text, tool_uses
 
@@ -111,6 +113,21 @@ def test_a_wrong_input_is_one_line_naming_the_field_and_what_it_must_be(root: Pa
         assert result.is_error and result.content == f"Error: invalid {tool} input: {problem}"
     # Unknown fields and nulls are the model's business: the call runs.
     assert not tools.call("TaskList", {"verbose": True, "filter": None}).is_error
+
+
+def test_an_agents_task_tools_read_a_task_id_with_leading_zeros_as_that_number(root: Path, team: str) -> None:
+    """'01' is task #1 at every door; to an agent's own task tools it was another task
+    ("task #01 does not exist")."""
+    tools = box(context(root, team))
+    for subject in ("first", "second"):
+        assert not tools.call("TaskCreate", {"subject": subject, "description": ""}).is_error
+    got = tools.call("TaskGet", {"taskId": "01"})
+    assert not got.is_error and json.loads(got.content)["task"]["subject"] == "first", got.content
+    assert not tools.call("TaskUpdate", {"taskId": "002", "addBlockedBy": ["01"]}).is_error
+    made = tools.call("TaskCreate", {"subject": "third", "description": "", "addBlockedBy": ["02"]})
+    assert not made.is_error, made.content
+    tasks = TaskList(root, team)
+    assert tasks.get("2").blocked_by == ["1"] and tasks.get("3").blocked_by == ["2"]
 
 
 def test_a_decode_error_reaches_the_model_as_a_tool_result_and_the_turn_goes_on(
