@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ipc.osproc import alive
+from ipc.paths import child_path
 
 LIST_EVERY = 10.0  # seconds between listings of one directory by one process
 _TEMP = re.compile(r"^\.(.+)\.([0-9]+)\.tmp$")  # greedy: the pid is the last number
@@ -31,7 +32,7 @@ _listed: dict[Path, tuple[float, dict[str, list[tuple[str, int]]]]] = {}
 
 def temp_path(path: Path) -> Path:
     """Where this process writes the next version of ``path`` before renaming it."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    return child_path(path.parent, f".{path.name}.{os.getpid()}.tmp")  # one per task: not interned
 
 
 def remove_dead_temps(path: Path) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 from ipc.boundary import filelock_errors, reason
 from ipc.errors import LockTimeout, StorageError
 from ipc.lock_settings import claude_locks_setting, default_timeout, lock_backend, spin_seconds
-from ipc.paths import FILE_MODE
+from ipc.paths import FILE_MODE, child_path
 
 STALE_SECONDS = 10.0  # proper-lockfile's default, as Claude Code uses it
 REFRESH_SECONDS = 5.0  # proper-lockfile refreshes at stale / 2
@@ -49,7 +49,7 @@ def own_lock_path(path: Path) -> Path:
 
 def claude_lock_path(path: Path) -> Path:
     """proper-lockfile's lock directory for ``path``, as Claude Code names it."""
-    return path.with_name(path.name + ".lock")
+    return child_path(path.parent, path.name + ".lock")  # one per task: not interned
 
 
 # ---------------------------------------------------------------- Claude Code roots

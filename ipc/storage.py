@@ -28,7 +28,7 @@ from ipc.boundary import decode_errors, os_errors, reason
 from ipc.errors import StorageError
 from ipc.leftovers import remove_dead_temps, temp_path
 from ipc.osproc import alive
-from ipc.paths import DIR_MODE, FILE_MODE
+from ipc.paths import DIR_MODE, FILE_MODE, child_path
 from ipc.settings import env
 
 T = TypeVar("T")
@@ -238,7 +238,7 @@ def make_spare(directory: Path) -> None:
     if directory not in _looked_for_dead:
         _looked_for_dead.add(directory)
         _remove_dead_spares(directory)
-    spare = directory / f".spare.{os.getpid()}.{next(_spare_count)}"
+    spare = child_path(directory, f".spare.{os.getpid()}.{next(_spare_count)}")
     try:
         fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     except OSError:
