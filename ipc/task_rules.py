@@ -81,12 +81,12 @@ MAX_METADATA_DEPTH = 16  # objects and arrays within each other: enough for any 
 def metadata_bytes(metadata: dict[str, Any]) -> int:
     """What ``metadata`` adds to its task's file, laid out as the file is (two-space indent,
     one level in); InvalidInput if it is not plain JSON or nested past the depth limit.
-    (msgspec would write bytes as base64, NaN as null and a key 1 as "1": a task that reads
-    back other than it was given.)"""
+    (msgspec would write bytes as base64, NaN as null, a key 1 as "1" and a tuple as a list: a
+    task that reads back other than it was given.)"""
     stack: list[tuple[Any, int]] = [(metadata, 1)]
     while stack:  # the depth first, without recursion: a deep one would blow the laying out up
         value, depth = stack.pop()
-        if isinstance(value, dict | list | tuple):
+        if isinstance(value, dict | list):
             if depth > MAX_METADATA_DEPTH:
                 raise InvalidInput(f"task metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
             if isinstance(value, dict):
@@ -103,7 +103,7 @@ def metadata_bytes(metadata: dict[str, Any]) -> int:
             )
     try:
         return len(msgspec.json.format(msgspec.json.encode({"metadata": metadata}), indent=2))
-    except (TypeError, msgspec.EncodeError) as exc:
+    except (TypeError, ValueError, msgspec.EncodeError) as exc:  # an int past 4,300 digits, a lone surrogate
         raise InvalidInput(f"task metadata must be plain JSON: {exc}") from None
 
 

@@ -159,8 +159,10 @@ class TaskList(TaskReads):
         specs = builtins.list(specs)
         self._require_team()
         owner = self._checked_owner(specs, owner)
-        if self.prime_ring is not None and self.ring_ahead is not None and len(specs) == 1 and not owner:
-            self.prime_ring()  # what the ring will need, made before the lock is taken
+        # What a ring ahead will need, made before the lock is taken: for one task with no
+        # owner and no blockers (a blocked one is not rung ahead, and may be refused under the lock).
+        if self.prime_ring and self.ring_ahead and len(specs) == 1 and not owner and not specs[0][4]:
+            self.prime_ring()
         with self._locked() as guard:
             first = int(self._next_id())
             ids = [str(first + i) for i in range(len(specs))]

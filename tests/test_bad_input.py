@@ -439,6 +439,9 @@ def test_task_metadata_has_the_limit_of_a_description_at_every_door(team: Team) 
         ({"raw": [b"\x00"]}, "null), not Python's bytes"),
         ({"score": float("nan")}, "task metadata must be plain JSON: nan is not a JSON number"),
         ({"n": {1: "one"}}, 'task metadata\'s keys must be strings, like {"reviewer": "ada"}'),
+        ({"pair": (1, 2)}, "null), not Python's tuple"),
+        ({"n": 10**5000}, "task metadata must be plain JSON: "),
+        ({"s": "\ud800"}, "task metadata must be plain JSON: "),
     ):
         with pytest.raises(InvalidInput, match=re.escape(said)):
             team.tasks.create("s", metadata=not_json)

@@ -24,7 +24,7 @@ import zmq
 from msgspec import UNSET
 
 from ipc import TaskList, link
-from ipc.errors import InvalidInput, LockTimeout
+from ipc.errors import InvalidInput, LockTimeout, NotFound
 from ipc.locks import locked
 from ipc.operations import TaskCreate
 from ipc.paths import TeamPaths
@@ -321,6 +321,8 @@ def test_a_first_create_makes_its_doorbell_socket_before_it_takes_the_lists_lock
         alice = WakeListener(ctx, runtime, "alice")
         with pytest.raises(InvalidInput, match="not a JSON number"):
             task_create(handle, TaskCreate(subject="Refused", metadata={"score": float("nan")}))
+        with pytest.raises(NotFound):  # refused under the lock: a blocked task is not rung ahead
+            handle.tasks.create("Blocked by nothing there", blocked_by=["999"])
         assert held == [], "a refused create started ZeroMQ"
         task = task_create(handle, TaskCreate(subject="The first she hears"))
         assert held == [False], "ZeroMQ started under the task list's lock (about a millisecond held)"
