@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from agentproc.models.offline_lead import parse_steps
 from ipc.paths import TeamPaths
 from supervisor import Team
 from supervisor.client.lead_runner import LeadRun
@@ -127,6 +128,18 @@ def test_a_step_marked_subagent_is_done_by_a_subagent_of_its_teammate(root: Path
     records = [json.loads(p.read_bytes()) for p in (team.paths.team_dir / "subagents").glob("*.json")]
     assert [(r["parent"], r["status"], r["result"]) for r in records] == [("worker-1", "completed", "42")]
     nothing_left_under(root / "state")
+
+
+def test_the_subagent_mark_is_read_on_either_side_of_the_blockers() -> None:
+    steps, _ = parse_steps(
+        "1. A: `a`\n2. B [subagent] [after 1]: `b`\n3. C [after 1, 2] [ subagent ]\n4. D [after 3]"
+    )
+    assert [(s.after, s.subagent) for s in steps] == [
+        ((), False),
+        ((1,), True),
+        ((1, 2), True),
+        ((3,), False),
+    ]
 
 
 def test_ctrl_c_ends_the_lead_with_130_and_leaves_nothing_running(root: Path) -> None:

@@ -34,8 +34,9 @@ from ipc.plans import review_plan
 from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, parse_body
 
 STEP = re.compile(
-    r"^\s*(?P<n>\d+)[.)]\s+(?P<subject>[^\[`:]+?)\s*(?:\[after\s+(?P<after>[\d,\s]+)\])?"
-    r"\s*(?P<subagent>\[subagent\])?\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
+    r"^\s*(?P<n>\d+)[.)]\s+(?P<subject>[^\[`:]+?)"
+    r"(?:\s*\[\s*(?:after\s+(?P<after>[\d,\s]+)|(?P<subagent>subagent))\s*\])*"  # in either order
+    r"\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
     re.IGNORECASE,
 )
 TEAMMATES = re.compile(r"^\s*teammates?\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)

@@ -39,7 +39,8 @@ with its blockers and a command (both optional), and how many teammates:
   2. Count it [after 1]: `wc -c raw.txt`
   3. Check it [after 2] [subagent]: `test -s raw.txt`
 
-(a step marked [subagent] is handed by its teammate to a subagent), or a line 'Plan file: plan.md' naming a file that lists them; examples/goal.md is one.
+(a step marked [subagent] is handed by its teammate to a subagent), or a line
+'Plan file: plan.md' naming a file that lists them; examples/goal.md is one.
 A Claude model (--model sonnet) reads any goal. A goal with no steps carries on with the
 team's open tasks (a retry after a failure).
 
