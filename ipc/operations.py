@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 import msgspec
 from msgspec import Meta, Struct
 
-from ipc.paths import TASK_ID, task_number
+from ipc.paths import TASK_ID, task_number, task_numbers
 from ipc.permission_updates import PermissionUpdate
 from ipc.schemas import InboxMessage, PermissionRequest, PlanApprovalRequest, Task
 
@@ -42,7 +42,7 @@ def _numbers(ids: Ids) -> Ids:
     (and every message it writes) has the one spelling."""
     if not isinstance(ids, list):
         return ids  # None, or not a list: the Struct's own check refuses it
-    return cast(Ids, [task_number(t) for t in ids])
+    return cast(Ids, task_numbers(ids))
 
 
 class NoInput(Struct, forbid_unknown_fields=True):
