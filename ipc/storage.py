@@ -226,7 +226,10 @@ def create(path: Path, data: bytes) -> None:
             _write_all(fd, data)
         finally:
             os.close(fd)
-        os.rename(spare, path)
+        try:
+            os.rename(spare, path)
+        except FileNotFoundError:  # removed by a process that saw its pid dead: another pid namespace's
+            atomic_write(path, data)
 
 
 def make_spare(directory: Path) -> None:

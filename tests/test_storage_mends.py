@@ -181,3 +181,22 @@ def test_a_config_this_process_wrote_is_read_back_without_decoding(
     assert store.set_active({"alice": True}) == [] and len(decoded) == 1  # nothing changes: a stat
     fresh = TeamConfigStore(tmp_path, "t").read()  # what is on disk is what was cached
     assert msgspec.structs.asdict(fresh) == msgspec.structs.asdict(store.read())
+
+
+def test_a_create_whose_spare_was_removed_mid_write_still_writes_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process in another pid namespace sees this one's pid dead and removes its spare:
+    # here, between the spare's open and its rename.
+    where = tmp_path / "tasks" / "t"
+    where.mkdir(parents=True)
+    storage.make_spare(where)
+    [spare] = spares(where)
+
+    def remove_spare(path: Path, data: bytes) -> None:
+        if (where / spare).exists():
+            os.unlink(where / spare)
+
+    monkeypatch.setattr(storage, "_write_hook", remove_spare)
+    storage.create(where / "1.json", b'{"id": "1"}')
+    assert (where / "1.json").read_bytes() == b'{"id": "1"}' and spares(where) == []
