@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from agentproc.models.offline_lead import parse_steps
+import pytest
+
+from agentproc.models.offline_lead import PlanError, parse_steps
 from ipc.paths import TeamPaths
 from supervisor import Team
 from supervisor.client.lead_runner import LeadRun
@@ -324,3 +326,17 @@ def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path) -> None
 def test_chat_refuses_a_pipe_unless_asked(root: Path) -> None:
     out = agentteams(root, "chat", "c", stdin="hello\n")
     assert out.returncode == 1 and "chat reads what you type from a terminal" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["2. B [subagents]: `b`", "2. B [afterr 1]", "2. Build v2: the fast one: `b`", "2. B `x`: `b`"],
+)
+def test_a_step_line_that_cannot_be_read_is_refused_not_dropped(line: str) -> None:
+    with pytest.raises(PlanError, match="cannot read the step '2. B|cannot read the step '2. Build"):
+        parse_steps(f"1. A: `a`\n{line}\n3. C [after 1]")
+
+
+def test_a_numbered_line_that_does_not_end_as_a_step_does_is_not_refused() -> None:
+    steps, _ = parse_steps("1. Read the [docs] first\n2. A: `a`")
+    assert [(s.number, s.subject) for s in steps] == [(2, "A")]

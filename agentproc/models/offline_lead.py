@@ -39,6 +39,9 @@ STEP = re.compile(
     r"\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
     re.IGNORECASE,
 )
+# A numbered line that ends as a step does (a bracket, or a command in backticks) but that
+# STEP cannot read: a mistyped marker or a ':' in the subject, refused rather than dropped.
+STEP_LIKE = re.compile(r"^\s*\d+[.)]\s+.*(?:\]|:\s*`[^`]*`)\s*$")
 TEAMMATES = re.compile(r"^\s*teammates?\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
 PLAN_FILE = re.compile(r"^\s*plan file\s*:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 REPORT = re.compile(r"task #(\d+)", re.IGNORECASE)
@@ -66,11 +69,17 @@ class Step:
 
 def parse_steps(text: str) -> tuple[list[Step], int | None]:
     """The steps a goal lists and the teammates it asks for; PlanError if a step waits
-    for one the list does not have before it."""
+    for one the list does not have before it, or a numbered line that ends as a step does
+    cannot be read as one."""
     steps: list[Step] = []
     for line in text.splitlines():
         match = STEP.match(line)
         if match is None:
+            if STEP_LIKE.match(line):
+                raise PlanError(
+                    f"cannot read the step {line.strip()!r}: write it as 'N. Subject [after M]"
+                    " [subagent]: `command`', with no ':', '[' or '`' in the subject"
+                )
             continue
         after = tuple(int(n) for n in re.findall(r"\d+", match["after"] or ""))
         command = (match["command"] or "").strip()
