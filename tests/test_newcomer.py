@@ -19,7 +19,7 @@ from supervisor.cli.demo import pipeline, plan_text
 from supervisor.client.team import Team
 from supervisor.mcp.http import listen
 from supervisor.mcp.tools import Door
-from tests.runtime_helpers import cli
+from tests.runtime_helpers import cli, nothing_left_under
 
 
 def test_demo_plan_passes_the_teammates_guard_under_the_default_root() -> None:
@@ -30,6 +30,15 @@ def test_demo_plan_passes_the_teammates_guard_under_the_default_root() -> None:
     commands = [line.split(": `", 1)[1] for line in plan.splitlines()[1:]]
     assert len(commands) == 20
     assert not [c for c in commands if re.search(r"(^|\s)/\w", c)]  # relative to the team's cwd
+
+
+def test_the_demo_piped_counts_up_to_every_task_and_leaves_nothing_running(tmp_path: Path) -> None:
+    shown = cli(tmp_path, "demo").stdout
+    counts = [int(n) for n in re.findall(r"^\[ *(\d+)/20\] tasks completed$", shown, re.MULTILINE)]
+    # The lead deletes the team at the end: its list is then empty, which is not 0 done.
+    assert counts == sorted(counts) and counts[-1] == 20, shown
+    assert "Done: 20 of 20 tasks completed." in shown
+    nothing_left_under(tmp_path)
 
 
 def quickstart_python() -> str:

@@ -174,6 +174,15 @@ def run_demo(
         if _tree_size(tree) >= _tree_size(peak):
             peak = tree
 
+    shown = -1
+
+    def progress(done: int) -> None:
+        """A line when more tasks are done: never back to 0 once the lead has deleted the team."""
+        nonlocal shown
+        if done > shown and not as_json and not sys.stdout.isatty():
+            console.print(f"[{done:>2}/{len(scenario.tasks)}] tasks completed")
+            shown = done
+
     try:
         if not as_json and sys.stdout.isatty():
             first = render(snapshot(team), width=console.width, height=console.height - 1)
@@ -184,17 +193,14 @@ def run_demo(
                         live.update(render(snapshot(team), width=console.width, height=console.height - 1))
                     time.sleep(0.25)
         else:
-            last = -1
             while lead.running():
                 sample()
-                done = sum(1 for t in _tasks(team) if t.status == "completed")
-                if done != last and not as_json:
-                    console.print(f"[{done:>2}/{len(scenario.tasks)}] tasks completed")
-                    last = done
+                progress(sum(1 for t in _tasks(team) if t.status == "completed"))
                 time.sleep(0.1)
     finally:
         result = lead.wait()  # an interrupt is passed on to the lead
         team.down()  # nothing to do if the lead deleted the team
+    progress(sum(1 for t in result.tasks if t["status"] == "completed"))  # the team may be gone by now
     seconds = time.monotonic() - started
     spans = [s for s in trace.spans(team.paths) if s.sent and s.taken]
     os.environ.pop("AGENTTEAMS_TRACE", None)
