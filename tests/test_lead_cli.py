@@ -340,3 +340,15 @@ def test_a_step_line_that_cannot_be_read_is_refused_not_dropped(line: str) -> No
 def test_a_numbered_line_that_does_not_end_as_a_step_does_is_not_refused() -> None:
     steps, _ = parse_steps("1. Read the [docs] first\n2. A: `a`")
     assert [(s.number, s.subject) for s in steps] == [(2, "A")]
+
+
+def test_a_failed_last_step_is_stopped_not_done_and_a_retry_with_nothing_open_says_so(root: Path) -> None:
+    goal = "Teammates: 1\n1. Echo: `echo hi`\n2. Fail [after 1]: `exit 3`"
+    failed = agentteams(root, "lead", "t", "--prompt", goal, "--json")
+    assert failed.returncode == 3, failed.stderr
+    assert json.loads(failed.stdout)["answer"].startswith("Stopped: 1 of 2 tasks completed.")
+    agentteams(root, "task", "update", "t", "2", "--command", "true", "--status", "completed")
+    again = agentteams(root, "lead", "t", "--prompt", "Teammates: 1", "--json")
+    assert again.returncode == 1
+    assert "every task of the team is completed" in json.loads(again.stdout)["answer"]
+    nothing_left_under(root / "state")

@@ -159,6 +159,10 @@ class OfflineLead:
         listing = json.loads(tools.call("TaskList", {}).content)["tasks"]
         open_ids = [str(t["id"]) for t in listing if t["status"] != "completed"]
         if not open_ids:
+            if listing:  # a retry come too late: the team's teammates took the fixed task up themselves
+                return _cannot(
+                    f"every task of the team is completed, so there is nothing to carry on with. {HOW}"
+                )
             return _cannot(f"I need steps to hand out. {HOW}")
         self.task_ids = {n: task_id for n, task_id in enumerate(open_ids, 1)}
         self._spawn(tools, teammates or min(DEFAULT_TEAMMATES, len(open_ids)))
@@ -246,7 +250,8 @@ class OfflineLead:
                 )
         if teammates:
             return TurnOutcome()  # they leave one by one; each departure is a turn
-        summary = self._summary(tools, "Done" if not unfinished else "Stopped")
+        finished = all(t["status"] == "completed" for t in mine)  # a failed task is not done
+        summary = self._summary(tools, "Done" if finished else "Stopped")
         self.done = True
         deleted = tools.call("TeamDelete", {})
         if deleted.is_error:
