@@ -117,6 +117,9 @@ def test_keep_keeps_the_team_a_lead_made(root: Path) -> None:
     )
     team = Team.open("k", root=root / "state")
     assert [t.status for t in team.tasks.list()] == ["completed"] and team.config().teammates() == []
+    # worker-1 left on the lead's shutdown request, which the supervisor did not send
+    log = (team.paths.runtime_dir() / "supervisor.log").read_text()
+    assert "worker-1 pid" in log and "unexpectedly" not in log, log
     nothing_left_under(root / "state")
 
 
@@ -129,6 +132,8 @@ def test_a_step_marked_subagent_is_done_by_a_subagent_of_its_teammate(root: Path
     assert team.tasks.get("2").meta == {"subagent": "Double it: `awk '{print 2 * $1}' n.txt`"}
     records = [json.loads(p.read_bytes()) for p in (team.paths.team_dir / "subagents").glob("*.json")]
     assert [(r["parent"], r["status"], r["result"]) for r in records] == [("worker-1", "completed", "42")]
+    log = (team.paths.runtime_dir() / "supervisor.log").read_text()
+    assert "sub-" in log and "unexpectedly" not in log, log  # the subagent finished: exit 0
     nothing_left_under(root / "state")
 
 
