@@ -17,6 +17,7 @@ from ipc.errors import Conflict
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, remove_runtime_dirs
 from ipc.schemas import ShutdownRequest, body_text
+from ipc.wake import socket_path
 from supervisor import Team
 from supervisor.client import operations as ops
 from tests.runtime_helpers import AGENTTEAMS, cli, running_team, wait_for
@@ -202,6 +203,19 @@ def test_a_teammate_that_leaves_by_the_protocol_is_not_logged_as_unexpected(root
         team.shutdown("alice")
         log = (team.paths.runtime_dir() / "supervisor.log").read_text()
         assert "alice pid" in log and "unexpectedly" not in log, log
+
+
+def test_down_leaves_no_socket_file_of_a_teammate_stopped_in_a_command(root: Path) -> None:
+    # A teammate in a command is stopped by SIGTERM: it never closes its doorbell itself.
+    with running_team(root) as team:
+        team.spawn("alice", prompt="")
+        wait_for(lambda: team.status().teammates[0].state == "idle")
+        bell = socket_path(team.paths.runtime_dir(), "alice")
+        assert bell.exists()
+        team.tasks.create("slow", metadata={"command": "sleep 30"})
+        wait_for(lambda: team.status().teammates[0].state == "running")
+    log = (team.paths.runtime_dir() / "supervisor.log").read_text()
+    assert "alice pid" in log and "(exit 143)" in log and not bell.exists()
 
 
 def test_ps_shows_whole_command_lines(root: Path) -> None:
