@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -97,9 +97,17 @@ def check_start(task: Task, reads: Reads, graph: TaskGraph) -> None:
         raise Conflict(f"task #{task.id} is blocked by {named}; it can start once {them} completed")
 
 
-def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> tuple[Task, list[str], str | None]:
-    """Make ``edit`` to task ``task_id`` on ``graph``: the task as it becomes, the tasks the
-    change made claimable, and the owner it had before."""
+class Applied(NamedTuple):
+    task: Task  # as it becomes
+    unblocked: list[str]  # the tasks the change made claimable
+    previous_owner: str | None
+    # Tasks with an owner the change freed of their last open blocker: the owner is told
+    # again (no one claims a task that has an owner, so no one else would start it).
+    owned_freed: list[Task]
+
+
+def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Applied:
+    """Make ``edit`` to task ``task_id`` on ``graph``."""
     task = graph.get(task_id)
     if task is None:
         raise NotFound(f"task #{task_id} does not exist in team {graph.team!r}")
@@ -146,7 +154,16 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> tuple
     if status == "completed":
         candidates += graph.complete(task_id)
     unblocked = list(dict.fromkeys(t.id for t in candidates if reads.is_claimable(t)))
-    return graph.nodes[task_id], unblocked, previous_owner
+    freed = {
+        t.id: graph.nodes[t.id]
+        for t in candidates
+        if t.id != task_id
+        and t.status == "pending"
+        and t.owner_name is not None
+        and not t.failed
+        and not reads.open_blockers(t)
+    }
+    return Applied(graph.nodes[task_id], unblocked, previous_owner, list(freed.values()))
 
 
 def forget_in_records(graph: TaskGraph, task_id: str, ids: Iterable[str]) -> None:

@@ -10,9 +10,8 @@ A task that failed (``metadata.lastError``) is not claimed again automatically: 
 shown as failed, until someone sets it back to pending (which clears the error) or assigns
 it. Fields other writers keep in a task file survive every rewrite.
 
-Reading is in :mod:`ipc.task_reads`, the rules that need no files in :mod:`ipc.task_rules`,
-the dependency graph in :mod:`ipc.task_graph`, what hot paths look at in
-:mod:`ipc.task_window`.
+Reading is in :mod:`ipc.task_reads`, rules that need no files in :mod:`ipc.task_rules`, the
+graph in :mod:`ipc.task_graph`, what hot paths look at in :mod:`ipc.task_window`.
 """
 
 from __future__ import annotations
@@ -243,8 +242,7 @@ class TaskList(TaskReads):
         metadata: dict[str, Any] | None = None,
         by: str = LEAD_NAME,
     ) -> Task | None:
-        """Merge the given fields into the task; returns it, or None when status='deleted'.
-        See :meth:`change` for the rules."""
+        """Merge the given fields into the task: it as it becomes, None if deleted (:meth:`change`)."""
         return self.change(
             task_id,
             status=status,
@@ -276,9 +274,8 @@ class TaskList(TaskReads):
         metadata: dict[str, Any] | None = None,
         by: str = LEAD_NAME,
     ) -> Change:
-        """Update a task and say which tasks it made claimable; the rules are in
-        :mod:`ipc.task_edit`. Setting the owner to an agent other than ``by`` sends that agent
-        a ``task_assignment``."""
+        """Update a task and say which tasks it made claimable (rules: :mod:`ipc.task_edit`); a new
+        owner other than ``by``, and the owner of a task it freed, are sent a ``task_assignment``."""
         task_id = str(task_id)
         edit = TaskEdit.checked(
             status=status,
@@ -299,13 +296,19 @@ class TaskList(TaskReads):
         with self._locked() as guard:
             graph = self._graph()
             graph.nodes[task_id] = self._read(task_id)  # a damaged file is named, not "missing"
-            result, unblocked, previous_owner = task_edit.apply(graph, task_id, edit, self)
+            applied = task_edit.apply(graph, task_id, edit, self)
             for item in graph.changed.values():
                 self._write(guard, item)
-        if edit.owner and edit.owner != previous_owner and edit.owner != by:
-            self._send_assignment(result, assigned_by=by)
-        self._ready(unblocked)
-        return Change(result, unblocked)
+        return self._tell(applied, edit, by)
+
+    def _tell(self, applied: task_edit.Applied, edit: task_edit.TaskEdit, by: str) -> Change:
+        """An update made is told to a new owner, the owners of tasks it freed, and on_ready."""
+        if edit.owner and edit.owner != applied.previous_owner and edit.owner != by:
+            self._send_assignment(applied.task, assigned_by=by)
+        for freed in applied.owned_freed:
+            self._send_assignment(freed, assigned_by=by)
+        self._ready(applied.unblocked)
+        return Change(applied.task, applied.unblocked)
 
     def _require_member(self, name: str) -> None:
         store = self.messenger.store
@@ -313,7 +316,9 @@ class TaskList(TaskReads):
             store.require_member(name)
 
     def _send_assignment(self, task: Task, *, assigned_by: str) -> None:
-        """The new owner hears of it in its inbox, and is woken, as any message wakes."""
+        """The owner hears of it in its inbox, and is woken, as any message wakes."""
+        if task.owner_name is None:
+            return
         body = TaskAssignment(
             task_id=task.id,
             subject=task.subject,
@@ -321,8 +326,7 @@ class TaskList(TaskReads):
             assigned_by=assigned_by,
             timestamp=now_iso(),
         )
-        if task.owner_name is not None:
-            self.messenger.deliver_body(assigned_by, task.owner_name, body)
+        self.messenger.deliver_body(assigned_by, task.owner_name, body)
 
     def delete(self, task_id: str) -> builtins.list[str]:
         """Remove the task and every reference to it; its id is never issued again.

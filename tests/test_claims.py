@@ -507,3 +507,21 @@ def test_a_burst_is_handed_out_to_every_idle_teammate_and_done_once(root: Path) 
             if m.text.startswith("Completed task #")
         ]
         assert sorted(done, key=int) == [t.id for t in team.tasks.list()], "each task done once"
+
+
+def test_a_task_assigned_while_blocked_waits_for_its_blocker_then_its_owner_runs_it(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("alice", prompt="")
+        wait_for(lambda: (m := team.status().teammate("alice")) is not None and m.state == "idle", timeout=30)
+        first = team.tasks.create("First", owner="team-lead")  # no teammate takes it up
+        ran = root / "ran.txt"
+        second = team.tasks.create("Second", blocked_by=[first.id], metadata={"command": f"echo ran > {ran}"})
+        team.tasks.update(second.id, owner="alice")
+        # alice is told and looks: the blocker refuses the start, and the task stays hers, pending.
+        wait_for(lambda: not team.inbox("alice").unread())
+        time.sleep(0.3)  # her turn, had the task been run: the command is quick
+        assert (m := team.status().teammate("alice")) is not None and m.state == "idle"
+        assert (team.tasks.get(second.id).status, ran.exists()) == ("pending", False)
+        team.tasks.update(first.id, status="completed")
+        done = wait_for(lambda: (t := team.tasks.get(second.id)).status == "completed" and t, timeout=30)
+        assert done.owner == "alice" and ran.read_text() == "ran\n"

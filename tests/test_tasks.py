@@ -131,6 +131,19 @@ def test_setting_owner_sends_a_task_assignment(root: Path, team: str) -> None:
     assert Mailbox(root, team, "alice").unread() == []
 
 
+def test_the_owner_of_a_task_freed_of_its_last_blocker_is_told_again(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    first, second = tl.create("First"), tl.create("Second")
+    later = tl.create("Later", owner="bob", blocked_by=[first.id, second.id])
+    Mailbox(root, team, "bob").mark_all_read()
+    tl.update(first.id, status="completed", by="alice")
+    assert Mailbox(root, team, "bob").unread() == []  # still waits for #2
+    tl.update(second.id, status="completed", by="alice")
+    (message,) = Mailbox(root, team, "bob").unread()
+    body = parse_body(message.text)
+    assert isinstance(body, TaskAssignment) and (body.task_id, body.assigned_by) == (later.id, "alice")
+
+
 def test_owner_must_be_a_member(root: Path, team: str) -> None:
     tl = TaskList(root, team)
     t = tl.create("x")

@@ -108,8 +108,12 @@ class OfflineModel:
         me = tools.ctx.name
         if task.get("owner") not in (None, "", me) or task.get("status") == "completed":
             return TurnOutcome()
-        if not task.get("owner"):
-            tools.call("TaskUpdate", {"taskId": task_id, "owner": me, "status": "in_progress"})
+        if task.get("status") != "in_progress":
+            # Assigned (or claimed just now): started as any task is, which a blocker refuses;
+            # its owner is told again when the last blocker completes.
+            started = tools.call("TaskUpdate", {"taskId": task_id, "owner": me, "status": "in_progress"})
+            if started.is_error:
+                return TurnOutcome()
         tools.ctx.current_task = task_id
         metadata = task.get("metadata") or {}
         command = metadata.get("command")

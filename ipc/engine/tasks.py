@@ -297,14 +297,10 @@ class EngineTaskList(TaskList):
         if edit.owner:
             self._require_member(edit.owner)
 
-        def make(graph: TaskGraph) -> tuple[Task, builtins.list[str], str | None]:
+        def make(graph: TaskGraph) -> task_edit.Applied:
             return task_edit.apply(graph, task_id, edit, self)
 
-        result, unblocked, previous_owner = self._apply(make, last=[task_id])
-        if edit.owner and edit.owner != previous_owner and edit.owner != by:
-            self._send_assignment(result, assigned_by=by)
-        self._ready(unblocked)
-        return Change(result, unblocked)
+        return self._tell(self._apply(make, last=[task_id]), edit, by)
 
     def delete(self, task_id: str) -> builtins.list[str]:
         task_id = str(task_id)
