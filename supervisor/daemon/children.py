@@ -298,15 +298,10 @@ class Children:
         # Asked to shut down and gone with 0: it approved, though the approval may be read
         # after the exit (a lead agent may take it first, or the poll comes later).
         expected = child.state == S.STOPPING or (code == 0 and bool(child.shutdown_request_id))
-        # Exit 0 is a teammate gone of its own accord (approved a lead's shutdown request the
-        # supervisor did not send) or a subagent that finished: not unexpected either.
-        log.info(
-            "%s pid %d exited (%s)%s",
-            child.name,
-            pid,
-            child.last_exit,
-            "" if expected or code == 0 else " unexpectedly",
-        )
+        # Exit 0 is not unexpected either: a subagent that finished, a teammate that approved
+        # a lead's shutdown request (not the supervisor's).
+        note = "" if expected or code == 0 else " unexpectedly"
+        log.info("%s pid %d exited (%s)%s", child.name, pid, child.last_exit, note)
         if child.ready_waiters:
             reason = self.seam.startup_error(child.spec) or child.last_exit
             waiters, child.ready_waiters = child.ready_waiters, []
