@@ -142,3 +142,16 @@ def test_both_http_servers_refuse_a_body_over_the_limit_on_a_real_socket(team: T
     finally:
         mcp.terminate()
         mcp.wait(15)
+
+
+def test_a_body_not_utf8_and_a_body_on_get_or_delete_are_refused_with_400(team: Team) -> None:
+    before = listing(team.paths.root)
+    said = http(team, "POST", "/messages", 400, content=b'{"to": "ada", "text": "caf\xe9", "summary": "s"}')
+    assert said == "send_message: the body is not UTF-8; send JSON in UTF-8"
+    # a body a GET or DELETE would drop unread: refused, nothing deleted
+    said = http(team, "DELETE", "/tasks/1", 400, content=b'{"id": "2"}')
+    assert said == "task_delete: DELETE takes its input in the query string; send no body"
+    assert http(team, "GET", "/tasks", 400, content=b'{"status": "nonsense"}').startswith(
+        "task_list: GET takes"
+    )
+    assert listing(team.paths.root) == before

@@ -156,6 +156,10 @@ def _endpoint(route: routes.Route, handles: Handles) -> Endpoint:
     async def run(request: Request) -> Response:
         try:
             if route.method in ("GET", "DELETE"):
+                if (await request.body()).strip():  # would be dropped unread: refused instead
+                    raise InvalidInput(
+                        f"{route.op}: {route.method} takes its input in the query string; send no body"
+                    )
                 given = routes.query_arguments(route, request.query_params.multi_items())
                 args = routes.arguments(route, given, request.path_params, from_query=True)
             else:
@@ -164,6 +168,8 @@ def _endpoint(route: routes.Route, handles: Handles) -> Endpoint:
                     given = msgspec.json.decode(raw) if raw.strip() else {}
                 except msgspec.DecodeError as exc:
                     raise InvalidInput(f"{route.op}: the body is not JSON ({exc})") from None
+                except UnicodeDecodeError:
+                    raise InvalidInput(f"{route.op}: the body is not UTF-8; send JSON in UTF-8") from None
                 except RecursionError:  # msgspec's answer to arrays in arrays a hundred thousand deep
                     raise InvalidInput(
                         f"{route.op}: the body is nested too deeply; send a JSON object"
