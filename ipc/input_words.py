@@ -47,9 +47,21 @@ def checked(op: str, kind: type[S], args: S) -> S:
     hand on a grace of -1 or NaN unchecked."""
     try:
         data = msgspec.to_builtins(args)
+        msgspec.json.encode(data)  # a lone surrogate (argv bytes not UTF-8) cannot be written either
     except TypeError as exc:  # a value of no JSON type (from Python): it could not be written either
         raise InvalidInput(f"{op}: {exc}") from None
+    except UnicodeEncodeError:
+        raise _not_unicode(op, data) from None
     return convert(op, data, kind)
+
+
+def _not_unicode(op: str, data: dict[str, Any]) -> InvalidInput:
+    for field, value in data.items():
+        try:
+            msgspec.json.encode(value)
+        except UnicodeEncodeError:
+            return InvalidInput(f"{op}: {field} {_short(value)} is not UTF-8 text; give it in UTF-8")
+    return InvalidInput(f"{op}: a text given is not UTF-8; give it in UTF-8")
 
 
 def refusal(op: str, kind: type[msgspec.Struct], data: Any, exc: msgspec.ValidationError) -> InvalidInput:

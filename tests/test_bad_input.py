@@ -20,7 +20,7 @@ from ipc.errors import InvalidInput, NotFound
 from supervisor.cli.main import main
 from supervisor.client.team import Team
 from supervisor.mcp.tools import Door
-from tests.runtime_helpers import cli, wait_for
+from tests.runtime_helpers import cli, running_team, wait_for
 from tests.web_helpers import request
 
 Listing = dict[str, tuple[int, int]]
@@ -476,3 +476,24 @@ def test_a_task_near_or_past_the_metadata_limit_can_still_be_given_back_and_trim
     with pytest.raises(InvalidInput, match="the task's metadata would be 1048737 bytes in its file"):
         team.tasks.update("1", metadata={"d": "z" * 100})
     assert listing(team.paths.root) == before
+
+
+def test_text_that_is_not_utf8_is_refused_by_name_at_the_command_line_and_in_python(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Bytes that are not UTF-8 on the command line reach Python as lone surrogates.
+    before = listing(team.paths.root)
+    said = refused(team, capsys, "send", "t", "ada", "caf\udce9", "--summary", "s")
+    assert said == "agentteams: error: send_message: text 'caf\\udce9' is not UTF-8 text; give it in UTF-8"
+    assert "subject 'sub\\udce9' is not UTF-8" in refused(team, capsys, "task", "create", "t", "sub\udce9")
+    assert "description" in refused(team, capsys, "task", "update", "t", "1", "--description", "d\udce9")
+    with pytest.raises(InvalidInput, match="summary 's\\\\udcff' is not UTF-8 text"):
+        team.send("ada", "text", summary="s\udcff")
+    assert listing(team.paths.root) == before
+
+
+def test_the_resident_door_leaves_text_that_is_not_utf8_to_the_full_path(root: Path) -> None:
+    with running_team(root) as team:
+        said = cli(root, "task", "create", "t", "sub\udce9", ok=False).stderr
+        assert "task_create: subject 'sub\\udce9' is not UTF-8 text" in said, said
+        assert team.tasks.list() == []

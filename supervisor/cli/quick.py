@@ -57,6 +57,8 @@ def attempt(argv: list[str]) -> int | None:
     command = command_of(argv)
     if command not in ("send", "task") or (command == "task" and task_command(argv) != "create"):
         return None
+    if not all(arg.isascii() or _utf8(arg) for arg in argv):
+        return None  # bytes that are not UTF-8: the full path names the argument
     args = quick_parser(command, "create").parse_args(argv)  # a usage error exits here, as on the full path
     if args.engine or os.environ.get("AGENTTEAMS_ENGINE"):
         return None
@@ -165,6 +167,14 @@ def task_command(argv: list[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- where the door is
+
+
+def _utf8(arg: str) -> bool:
+    try:
+        arg.encode()
+    except UnicodeEncodeError:  # argv decoded with surrogateescape
+        return False
+    return True
 
 
 def place(root_arg: str | None, team_arg: str) -> tuple[str, str, str] | None:
