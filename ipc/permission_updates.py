@@ -106,7 +106,9 @@ def parse(raw: Any, where: str = "permission update") -> PermissionUpdate:
     elif isinstance(update, SetMode) and update.mode not in PERMISSION_MODES:
         modes = ", ".join(PERMISSION_MODES)
         raise InvalidInput(f"{where} (setMode): mode {update.mode!r} is not one; use one of {modes}")
-    elif isinstance(update, AddDirectories | RemoveDirectories) and not all(update.directories):
+    elif isinstance(update, AddDirectories | RemoveDirectories) and not all(
+        d.strip() for d in update.directories
+    ):
         raise InvalidInput(f"{where} ({kind}) names no directory; e.g. {EXAMPLES[kind]}")
     return update
 
@@ -133,6 +135,13 @@ def add_rules(rules: list[str], behavior: str, directories: list[str]) -> list[P
     if parsed:
         values = [RuleValue(tool_name=r.tool, rule_content=r.specifier or UNSET) for r in parsed]
         out.append(AddRules(rules=values, behavior=behavior))
+    for directory in directories:  # read by a teammate elsewhere: no cwd of the sender's to resolve against
+        if not directory.strip():
+            raise InvalidInput("a directory to add is empty; give an absolute path like /home/me/data")
+        if not directory.startswith("/"):
+            raise InvalidInput(
+                f"directory {directory!r} is not an absolute path; give one like /home/me/data"
+            )
     if directories:
         out.append(AddDirectories(directories=directories))
     return out

@@ -497,3 +497,19 @@ def test_the_resident_door_leaves_text_that_is_not_utf8_to_the_full_path(root: P
         said = cli(root, "task", "create", "t", "sub\udce9", ok=False).stderr
         assert "task_create: subject 'sub\\udce9' is not UTF-8 text" in said, said
         assert team.tasks.list() == []
+
+
+def test_a_directory_to_add_must_be_an_absolute_path_at_every_door(
+    team: Team, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = listing(team.paths.root)
+    for given, why in (("", "is empty"), ("   ", "is empty"), ("rel/dir", "is not an absolute path")):
+        assert why in tool(team, "update_permissions", {"name": "ada", "directories": [given]})
+        assert why in http(team, "POST", "/members/ada/permissions", 400, json={"directories": [given]})
+    said = refused(team, capsys, "permit", "t", "ada", "--add-dir", " ")
+    assert said == "agentteams: error: a directory to add is empty; give an absolute path like /home/me/data"
+    assert listing(team.paths.root) == before
+    # the command line reads a relative one from where it runs, as the person typing it means
+    monkeypatch.chdir(tmp_path)
+    assert main(["permit", "t", "ada", "--add-dir", "data", "--root", str(team.paths.root)]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"directories {tmp_path / 'data'}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -212,7 +213,11 @@ def add_permit_parser(cmd: Callable[..., argparse.ArgumentParser], sub: argparse
     )
     permit.add_argument("--behavior", choices=("allow", "deny", "ask"), default="allow")
     permit.add_argument(
-        "--add-dir", dest="directories", action="append", default=[], help="a directory to add"
+        "--add-dir",
+        dest="directories",
+        action="append",
+        default=[],
+        help="a directory to add (relative to here)",
     )
     permit.add_argument(
         "--update",
@@ -231,7 +236,8 @@ def cmd_permit(args: argparse.Namespace) -> int:
             name=args.name,
             rules=args.rules,
             behavior=args.behavior,
-            directories=args.directories,
+            # relative to where the command runs, as a person typing it means (blank stays blank: refused)
+            directories=[os.path.abspath(d) if d.strip() else d for d in args.directories],
             updates=args.updates,
         )
         sent = ops.update_permissions(team, change)
