@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -426,3 +427,47 @@ def test_a_port_alone_serves_on_this_machine_and_a_bad_one_is_one_line(tmp_path:
             "agentteams: error: --http wants [HOST:]PORT with a port of 0-65535, e.g. 127.0.0.1:8765 "
             f"or 8765; got {bad!r}\n"
         )
+
+
+def test_a_line_over_stdio_that_is_not_json_rpc_is_answered_with_a_parse_error(tmp_path: Path) -> None:
+    # Raw lines, as a hand-written client sends them: the SDK alone drops an unreadable line
+    # unanswered, and the client waits out its timeout.
+    Team.create("t", root=tmp_path, cwd=str(tmp_path)).close()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "mcp", "t", "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(line + "\n")
+        server.stdin.flush()
+        assert select.select([server.stdout], [], [], 20)[0], f"no answer to {line!r}"
+        answer: dict[str, Any] = json.loads(server.stdout.readline())
+        return answer
+
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        assert "result" in ask(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        )
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        said = ask("hello")
+        assert said["id"] is None and said["error"]["code"] == -32700, said
+        assert said["error"]["message"].startswith("Parse error: ") and "\n" not in said["error"]["message"]
+        # a lone surrogate in a call's text: answered to that call's id
+        call = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "task_list", "arguments": {"x": "a\\ud800b"}}}'
+        said = ask(call)
+        assert said["id"] == 7 and said["error"]["code"] == -32700, said
+        listed = ask(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}))
+        assert listed["id"] == 8 and listed["result"]["tools"]  # the session goes on
+    finally:
+        server.stdin.close()
+        assert server.wait(timeout=20) == 0

@@ -4,6 +4,8 @@ client goes away."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 import anyio
@@ -11,6 +13,8 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from ipc.launch import DEFAULT_FALLBACK_POLL
 from supervisor.client.handle import TeamHandle
@@ -54,7 +58,39 @@ def build(door: Door) -> Server[Any]:
 
 async def _serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        passed, given = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def answer_unreadable() -> None:
+            """A line that is not JSON-RPC is answered with a parse error (the SDK drops it
+            unanswered, and its client waits out its timeout); the rest go to the server."""
+            async with passed:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        await write.send(SessionMessage(parse_error(item)))
+                    else:
+                        await passed.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer_unreadable)
+            await server.run(given, write, server.create_initialization_options())
+
+
+def parse_error(exc: Exception) -> types.JSONRPCError:
+    """The answer to a line that could not be read, to its request's id when the line has one."""
+    line, said = "", str(exc)
+    if isinstance(exc, ValidationError) and exc.errors():
+        problem = exc.errors()[0]
+        line, said = str(problem["input"]), problem["msg"]
+    request_id: types.RequestId | None = None
+    with contextlib.suppress(ValueError):  # Python's json reads the lone surrogates the SDK refuses
+        found = json.loads(line)
+        if isinstance(found, dict) and type(found.get("id")) in (int, str):
+            request_id = found["id"]
+    said = said.splitlines()[0] if said.strip() else type(exc).__name__
+    error = types.ErrorData(
+        code=types.PARSE_ERROR, message=f"Parse error: {said}; send one JSON-RPC message per line"
+    )
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def run_stdio(team: TeamHandle, member: str | None, *, fallback_poll: float = DEFAULT_FALLBACK_POLL) -> None:
