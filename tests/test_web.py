@@ -110,6 +110,16 @@ def test_the_token_in_the_url_becomes_a_cookie_that_reads_but_does_not_write(dem
             browser.post("/api/v1/teams/demo/tasks", json={"subject": "x"}), 403, "TokenNotInHeader"
         )
         assert "header" in error
+        # the token in an API URL reads, and writes nothing: a URL is kept in logs
+        bare = httpx2.Client(base_url=server.base, timeout=30)
+        assert bare.get(f"/api/v1/teams/demo/tasks?token={server.token}").status_code == 200
+        error = refused(
+            bare.post(f"/api/v1/teams/demo/tasks?token={server.token}", json={"subject": "y"}),
+            403,
+            "TokenNotInHeader",
+        )
+        assert error.endswith("not only in the URL")
+        bare.close()
         made = browser.post(
             "/api/v1/teams/demo/tasks", json={"subject": "x"}, headers={"X-Agentteams-Token": server.token}
         )

@@ -8,8 +8,8 @@
 - A ``Host`` that is not the bound address is refused (421): a page of another site that
   rebinds its name to 127.0.0.1 reaches nothing.
 - A request that changes something (not GET or HEAD) needs the token in a header: a cookie
-  alone is what a cross-site form would bring (CSRF). The page reads its token from itself
-  (served only to a request that had it) and sends the header.
+  alone is what a cross-site form would bring (CSRF), and a URL is kept in logs. The page
+  reads its token from itself (served only to a request that had it) and sends the header.
 """
 
 from __future__ import annotations
@@ -79,14 +79,16 @@ class Guard:
             reply = RedirectResponse(scope["path"] + ("?" + rest if rest else ""), 303)
             reply.set_cookie(COOKIE, in_url, httponly=True, samesite="strict", path="/")
             return reply
-        if self._from_header(scope) or self._is_token(in_url):
+        if self._from_header(scope):
             return None
-        if self._from_cookie(scope):
+        # A URL is kept in logs and histories: it may carry the token only to a look.
+        if self._is_token(in_url) or self._from_cookie(scope):
             if scope["method"] in SAFE:
                 return None
+            where = "the URL" if self._is_token(in_url) else "the cookie"
             return _error(
                 f"{scope['method']} changes something: send the token in a header "
-                "('Authorization: Bearer TOKEN' or 'X-Agentteams-Token'), not only the cookie",
+                f"('Authorization: Bearer TOKEN' or 'X-Agentteams-Token'), not only in {where}",
                 403,
                 scope,
             )
