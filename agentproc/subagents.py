@@ -14,7 +14,7 @@ from agentproc import checkins
 from agentproc.context import AgentContext
 from ipc import control, subagents
 from ipc.clock import now_ms
-from ipc.errors import AgentTeamsError, SupervisorError
+from ipc.errors import AgentTeamsError, Conflict, SupervisorError
 from ipc.options import SubagentOptions
 from ipc.replies import SubagentReply, SubagentResult
 
@@ -215,7 +215,7 @@ def start_resumed(
     while True:
         try:
             return start(ctx, options)
-        except SupervisorError as exc:
+        except (SupervisorError, Conflict) as exc:
             if subagents.STILL_ENDING not in exc.message or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

@@ -22,7 +22,7 @@ import msgspec
 import zmq
 
 from ipc.boundary import input_errors, zmq_errors
-from ipc.errors import InvalidInput, NotRunning, SupervisorError, Timeout
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, NotRunning, SupervisorError, Timeout
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.poller import shut
 from ipc.replies import SpawnReply, StopReply, SubagentReply, TeamStatus
@@ -155,6 +155,12 @@ class Reply(msgspec.Struct, kw_only=True):
     ok: bool
     result: msgspec.Raw = msgspec.Raw(b"\xc0")  # msgpack nil
     error: str = ""
+    kind: str = ""  # the refusal's class, when the caller's doors tell it apart (see REFUSALS)
+
+
+# Refusals a door answers by their class (HTTP 400, 404, 409): raised again as themselves;
+# any other error from the supervisor is a SupervisorError.
+REFUSALS: dict[str, type[AgentTeamsError]] = {c.__name__: c for c in (InvalidInput, NotFound, Conflict)}
 
 
 _request_decoder: msgspec.msgpack.Decoder[Request] = msgspec.msgpack.Decoder(Request)
@@ -266,8 +272,8 @@ class ControlServer:
         payload = msgspec.Raw(encode(result if result is not None else Ack()))
         self._send(caller, Reply(id=caller.request_id, ok=True, result=payload))
 
-    def fail(self, caller: Caller, error: str) -> None:
-        self._send(caller, Reply(id=caller.request_id, ok=False, error=error))
+    def fail(self, caller: Caller, error: str, kind: str = "") -> None:
+        self._send(caller, Reply(id=caller.request_id, ok=False, error=error, kind=kind))
 
     def close(self) -> None:
         self.socket.close(0)
@@ -290,8 +296,8 @@ class ControlClient:
         self._finalizer = weakref.finalize(self, shut, self.ctx, [self.socket], 0)
 
     def call(self, request: _Request, timeout: float = 30.0) -> Any:
-        """Send and wait for the reply with the same id, decoded as ``request.Reply``;
-        raises SupervisorError on an error reply and Timeout when there is none in time."""
+        """Send and wait for the reply with the same id, decoded as ``request.Reply``; raises
+        the refusal (or SupervisorError) of an error reply, Timeout when there is none in time."""
         data = encode(request)
         if len(data) > MAX_REQUEST_BYTES:  # ZeroMQ would drop it unseen, and the call wait out its timeout
             raise InvalidInput(
@@ -314,7 +320,7 @@ class ControlClient:
             if reply.id != request.id:
                 continue  # a late reply to an earlier, timed-out call
             if not reply.ok:
-                raise SupervisorError(reply.error)
+                raise REFUSALS.get(reply.kind, SupervisorError)(reply.error)
             with input_errors("supervisor reply"):
                 return msgspec.msgpack.decode(reply.result, type=type(request).Reply)
 

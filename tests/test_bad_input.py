@@ -513,3 +513,18 @@ def test_a_directory_to_add_must_be_an_absolute_path_at_every_door(
     monkeypatch.chdir(tmp_path)
     assert main(["permit", "t", "ada", "--add-dir", "data", "--root", str(team.paths.root)]) == 0
     assert capsys.readouterr().out.strip().endswith(f"directories {tmp_path / 'data'}")
+
+
+def test_the_supervisors_refusals_keep_their_class_at_the_http_door(team: Team) -> None:
+    """Every refusal from the supervisor was a SupervisorError, a 409: a stranger's name, or a
+    bad agent type, is a 404 or a 400 at every other route."""
+    with running(team):
+        for route, body in (("shutdown", {}), ("restart", {}), ("push", {"text": "hi"})):
+            assert "carol" in http(team, "POST", f"/members/carol/{route}", 404, json=body)
+        said = http(
+            team, "POST", "/members", 400, json={"name": "dee", "prompt": "p", "agent_type": "../../x"}
+        )
+        assert "../../x" in said
+        assert "only an exited or failed teammate" in http(team, "POST", "/members/cy/restart", 409, json={})
+        assert [m.name for m in team.config().members] == ["team-lead", "ada", "bob", "cy"]
+        assert not (team.paths.team_dir / "inboxes" / "carol.json").exists()

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from ipc.clock import now_ms
-from ipc.errors import SupervisorError
+from ipc.errors import NotFound, SupervisorError
 from ipc.mailbox import Mailbox
 from ipc.messaging import send_body
 from ipc.schemas import IdleNotification, InboxMessage, ShutdownRequest, parse_body
@@ -254,7 +254,7 @@ def test_force_shutdown_stops_a_teammate_busy_in_a_tool(root: Path) -> None:
 def test_unknown_teammate_errors_name_the_teammates(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        with pytest.raises(SupervisorError, match="teammates: alice"):
+        with pytest.raises(NotFound, match="teammates: alice"):
             team.shutdown("zed")
 
 

@@ -307,7 +307,7 @@ async def _live(server: Server, team: Team, outside: Path) -> None:
         assert (await api.post(base + "/members/dev/push", json={"text": "hello"})).json() == {
             "pushed": "dev"
         }
-        refused(await api.post(base + "/members/dev/restart", json={}), 409, "SupervisorError")
+        refused(await api.post(base + "/members/dev/restart", json={}), 409, "Conflict")
         assert "dev" in (await api.get(base + "/logs", params={"name": "dev", "lines": 5})).json()["path"]
         stopped = await api.post(base + "/members/dev/shutdown", json={"force": True, "grace": 2})
         assert stopped.status_code == 200, stopped.text

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import msgspec
 
 from ipc.clock import now_iso, now_ms
-from ipc.errors import AgentTeamsError, InvalidInput, LockTimeout, NotFound
+from ipc.errors import AgentTeamsError, Conflict, LockTimeout, NotFound
 from ipc.launch import EXIT_GAVE_UP, LaunchSpec
 from ipc.replies import StopReply, TeammateStatus
 from ipc.schemas import TeammateTerminated
@@ -82,7 +82,7 @@ class Children:
     def add(self, spec: LaunchSpec, on_ready: Done | None = None) -> Child:
         """Start a new child; ``on_ready`` is called once it is ready (or failed to start)."""
         if self.stopping_all:
-            raise InvalidInput("the team is shutting down; no new teammates")
+            raise Conflict("the team is shutting down; no new teammates")
         child = Child(spec=spec, on_change=self._idle.on_change)
         self.by_name[spec.agent_name] = child
         self._launch(child, on_ready)
@@ -120,7 +120,7 @@ class Children:
         """Start an exited or failed child again, on request."""
         child = self.get(name)
         if child.alive:
-            raise InvalidInput(
+            raise Conflict(
                 f"{child.name} is {child.state}; only an exited or failed teammate can be restarted"
             )
         if child.restart_timer is not None:

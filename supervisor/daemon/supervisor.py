@@ -30,7 +30,7 @@ import msgspec
 from ipc import control, lock_settings, memtrace, subagents, worktrees
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
-from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.model_specs import uses_api
 from ipc.options import SubagentOptions, TeammateOptions
@@ -253,7 +253,7 @@ class Supervisor:
             try:
                 self._dispatch(caller, request)
             except AgentTeamsError as exc:
-                self.control.fail(caller, exc.message)
+                self.control.fail(caller, exc.message, type(exc).__name__)
             except Exception as exc:  # a bug must not take the team down: answer and log
                 log.exception("request %r failed", request)
                 self.control.fail(caller, f"internal error: {type(exc).__name__}: {exc}")
@@ -267,7 +267,7 @@ class Supervisor:
         elif isinstance(request, control.Push):
             child = self.children.get(request.name)
             if not self.router.push(child.name, request.text):
-                raise InvalidInput(f"{child.name} is not connected; send through its inbox instead")
+                raise Conflict(f"{child.name} is not connected; send through its inbox instead")
             self.control.answer(caller)
         elif isinstance(request, control.Spawn):
             self._spawn(caller, request.options)
@@ -296,7 +296,7 @@ class Supervisor:
             self.control.answer(caller)
         elif isinstance(request, control.SessionSend):
             if self.lead_peer is None:
-                raise InvalidInput(
+                raise Conflict(
                     f"team {self.team!r} is not reachable from Claude Code; start it with "
                     "'agentteams up TEAM --claude-peers DIR'"
                 )
@@ -341,7 +341,7 @@ class Supervisor:
     def _spawn(self, caller: control.Caller, options: TeammateOptions) -> None:
         """Check everything first: nothing is written for a spawn that cannot start."""
         if self.children.stopping_all:
-            raise InvalidInput("the team is shutting down; no new teammates")
+            raise Conflict("the team is shutting down; no new teammates")
         self._admit(options.name)
         options, cwd = check_spawn(self.context, self.state.config.read(), options)
         color = self.context.definition(options.agent_type, cwd).color or ""  # its definition's
