@@ -227,3 +227,13 @@ def test_ps_shows_whole_command_lines(root: Path) -> None:
             whole = " ".join(command_line_args(psutil.Process(shown["pid"]).cmdline()))
             assert shown["cmdline"] == whole, kind
         assert len(report["supervisor"]["cmdline"]) > 300  # where it was cut before
+
+
+def test_an_unknown_option_points_to_its_own_commands_help(root: Path) -> None:
+    for args, helped in (
+        (("task", "list", "t", "--status", "bogus"), "agentteams task list --help"),
+        (("budget", "t", "--usd", "abc"), "agentteams budget --help"),
+        (("summary", "t", "members"), "agentteams summary --help"),
+    ):
+        err = cli(root, *args, ok=False).stderr
+        assert err.startswith("agentteams: error: unrecognized arguments: ") and f"(see '{helped}')" in err, err

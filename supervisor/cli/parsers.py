@@ -58,13 +58,24 @@ class RawFormatter(Formatter, argparse.RawDescriptionHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
+    # The innermost (sub)command's parser that read arguments: the top one reports the
+    # arguments no parser knew, and they belong to that command's help, not the top's.
+    innermost: Parser | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        Parser.innermost = self
+        return super().parse_known_args(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: scripts read the last line of stderr.
-        self.exit(exits.USAGE, f"agentteams: error: {message} (see '{self.prog} --help')\n")
+        about = self
+        if message.startswith("unrecognized arguments") and Parser.innermost is not None:
+            about = Parser.innermost
+        self.exit(exits.USAGE, f"agentteams: error: {message} (see '{about.prog} --help')\n")
 
 
 class Skipped:
