@@ -69,7 +69,7 @@ class TaskEdit:
         check_metadata(metadata)
         if subject is not None or description is not None or active_form is not None:
             check_text(subject if subject is not None else "x", description, active_form)
-        return cls(
+        edit = cls(
             status=status,
             subject=subject,
             description=description,
@@ -81,6 +81,12 @@ class TaskEdit:
             remove_blocked_by=tuple(str(t) for t in remove_blocked_by or ()),
             metadata=metadata,
         )
+        if edit == cls():  # it would rewrite the task as it is and tell everyone it changed
+            raise InvalidInput(
+                "nothing to change: give a status, subject, description, active form, owner, "
+                "metadata, or dependencies to add or remove"
+            )
+        return edit
 
 
 def check_start(task: Task, reads: Reads, graph: TaskGraph) -> None:

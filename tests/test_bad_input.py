@@ -528,3 +528,13 @@ def test_the_supervisors_refusals_keep_their_class_at_the_http_door(team: Team) 
         assert "only an exited or failed teammate" in http(team, "POST", "/members/cy/restart", 409, json={})
         assert [m.name for m in team.config().members] == ["team-lead", "ada", "bob", "cy"]
         assert not (team.paths.team_dir / "inboxes" / "carol.json").exists()
+
+
+def test_an_update_that_changes_nothing_is_refused_and_writes_nothing(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = listing(team.paths.root)
+    assert "nothing to change" in refused(team, capsys, "task", "update", "t", "1")
+    assert "nothing to change" in tool(team, "task_update", {"id": "1"})
+    assert "nothing to change" in http(team, "PATCH", "/tasks/1", 400, json={})
+    assert listing(team.paths.root) == before

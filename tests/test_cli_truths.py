@@ -236,4 +236,6 @@ def test_an_unknown_option_points_to_its_own_commands_help(root: Path) -> None:
         (("summary", "t", "members"), "agentteams summary --help"),
     ):
         err = cli(root, *args, ok=False).stderr
-        assert err.startswith("agentteams: error: unrecognized arguments: ") and f"(see '{helped}')" in err, err
+        assert err.startswith("agentteams: error: unrecognized arguments: ") and f"(see '{helped}')" in err, (
+            err
+        )
