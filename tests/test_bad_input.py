@@ -538,3 +538,9 @@ def test_an_update_that_changes_nothing_is_refused_and_writes_nothing(
     assert "nothing to change" in tool(team, "task_update", {"id": "1"})
     assert "nothing to change" in http(team, "PATCH", "/tasks/1", 400, json={})
     assert listing(team.paths.root) == before
+
+
+def test_the_log_of_a_name_that_is_no_member_says_so(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    said = refused(team, capsys, "logs", "t", "zed")
+    assert "'zed' is not a member" in said and "ada" in said, said
+    assert "has not run" in refused(team, capsys, "logs", "t", "ada")  # a member that has not run yet

@@ -71,7 +71,10 @@ def test_logs_show_the_supervisor_and_a_teammate_and_follow(root: Path) -> None:
         supervisor = cli(root, "logs", "t").stdout
         assert "started alice pid" in supervisor
         cli(root, "logs", "t", "alice")  # what its process printed (an offline teammate, nothing)
-        assert "no log for 'bob'" in cli(root, "logs", "t", "bob", ok=False).stderr
+        assert (
+            "'bob' is not a member of team 't'; members: team-lead, alice"
+            in cli(root, "logs", "t", "bob", ok=False).stderr
+        )
         follow = subprocess.Popen(
             [*AGENTTEAMS, "logs", "t", "-f", "--root", str(root)], stdout=subprocess.PIPE, text=True
         )

@@ -155,10 +155,8 @@ def _forge_task(team: Any, root: Path, owner: str, mode: str) -> str:
     (root / "forge.py").write_text(FORGE)
     (root / "forge.sh").write_text(f'exec {sys.executable} forge.py {root} "$@"\n')
     # The command names no team file: the permission layer cannot see what the script writes.
-    # Only ``owner`` runs it: blocked by a hidden task no one claims, and assigned to it.
-    hold = team.tasks.create("Hold", metadata={"_internal": True})
-    task = team.tasks.create("Forge", metadata={"command": f"sh forge.sh {mode}"}, blocked_by=[hold.id])
-    team.tasks.update(task.id, owner=owner)
+    # Only ``owner`` runs it: made with its owner, it is never claimable by another.
+    task = team.tasks.create("Forge", metadata={"command": f"sh forge.sh {mode}"}, owner=owner)
     team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
     return str(task.id)
 

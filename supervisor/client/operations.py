@@ -32,7 +32,7 @@ from ipc.task_rules import ClaimResult, why_not
 from ipc.usage import TeamUsage, team_usage
 from supervisor.client import members, outsiders
 from supervisor.client.handle import TeamHandle
-from supervisor.client.members import member_infos
+from supervisor.client.members import SUBAGENT_PREFIX, member_infos
 from supervisor.client.ps import TeamTree, elsewhere, team_tree
 from supervisor.client.waiting import take_for
 
@@ -406,6 +406,8 @@ def read_log(team: TeamHandle, args: io.ReadLog, actor: str) -> io.Log:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
+        if args.name and not args.name.startswith(SUBAGENT_PREFIX):
+            _member_or_lead(team, args.name)  # a name that is no member is named so, with the members
         whose = f"for {args.name!r}" if args.name else "of the supervisor"
         raise NotFound(
             f"no log {whose} in team {team.name!r}: it has not run since the team's runtime files were "
