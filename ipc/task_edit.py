@@ -118,6 +118,12 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Appli
     if task is None:
         raise NotFound(f"task #{task_id} does not exist in team {graph.team!r}")
     previous_owner = task.owner_name
+    # Who this task holds up now, and which of the blockers it is to lose are open: what the
+    # edit can free (a completed task, or a completed blocker, holds no one).
+    holds = [] if task.status == "completed" else waiting_on(graph, task_id, task.blocks)
+    opened = [
+        b for b in edit.remove_blocked_by if (n := graph.get(b)) is not None and n.status != "completed"
+    ]
     for other in edit.add_blocks:
         graph.link(blocker=task_id, blocked=other)
     for other in edit.add_blocked_by:
@@ -160,16 +166,25 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Appli
     if status == "completed":
         candidates += graph.complete(task_id)
     unblocked = list(dict.fromkeys(t.id for t in candidates if reads.is_claimable(t)))
-    freed = {
-        t.id: graph.nodes[t.id]
-        for t in candidates
-        if t.id != task_id
-        and t.status == "pending"
-        and t.owner_name is not None
-        and not t.failed
-        and not reads.open_blockers(t)
-    }
-    return Applied(graph.nodes[task_id], unblocked, previous_owner, list(freed.values()))
+    freed = [t for t in holds if status == "completed" or t in edit.remove_blocks]
+    if opened:  # it lost an open blocker: free now, if that was its last
+        freed.append(task_id)
+    return Applied(graph.nodes[task_id], unblocked, previous_owner, owned_and_ready(graph, freed, reads))
+
+
+def waiting_on(graph: TaskGraph, blocker: str, ids: Iterable[str]) -> list[str]:
+    """Of tasks ``ids``, those that list ``blocker`` among their blockers."""
+    return [t for t in ids if (n := graph.get(t)) is not None and blocker in n.blocked_by]
+
+
+def owned_and_ready(graph: TaskGraph, ids: Iterable[str], reads: Reads) -> list[Task]:
+    """Of tasks ``ids`` (as ``graph`` has them now), those with an owner that can start."""
+    tasks = (graph.nodes[t] for t in dict.fromkeys(ids) if t in graph.nodes)
+    return [
+        t
+        for t in tasks
+        if t.status == "pending" and t.owner_name is not None and not t.failed and not reads.open_blockers(t)
+    ]
 
 
 def forget_in_records(graph: TaskGraph, task_id: str, ids: Iterable[str]) -> None:

@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
-from ipc import task_edit
-from ipc.clock import now_iso
+from ipc import task_edit, task_notices
 from ipc.errors import AgentTeamsError
 from ipc.locks import Guard, locked
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.preserve import merged, read_object
-from ipc.schemas import LEAD_NAME, Task, TaskAssignment, dump_json
+from ipc.schemas import LEAD_NAME, Task, dump_json
 from ipc.storage import create as create_file
 from ipc.storage import ensure_dir, make_spare, read_bytes, rewrite
 from ipc.task_edit import TaskEdit
@@ -222,7 +221,7 @@ class TaskList(TaskReads):
         if owner:
             if owner != by:
                 for task in created:
-                    self._send_assignment(task, assigned_by=by)
+                    task_notices.send_assignment(self.messenger, task, assigned_by=by)
             return
         self._ready([t.id for t in created if self.is_claimable(t)], rung)
 
@@ -290,7 +289,7 @@ class TaskList(TaskReads):
             metadata=metadata,
         )
         if edit.status == "deleted":
-            return Change(None, self.delete(task_id))  # delete tells on_ready itself
+            return Change(None, self.delete(task_id, by=by))  # delete tells on_ready itself
         if edit.owner:
             self._require_member(edit.owner)  # an assignment must reach a real inbox
         with self._locked() as guard:
@@ -304,9 +303,8 @@ class TaskList(TaskReads):
     def _tell(self, applied: task_edit.Applied, edit: task_edit.TaskEdit, by: str) -> Change:
         """An update made is told to a new owner, the owners of tasks it freed, and on_ready."""
         if edit.owner and edit.owner != applied.previous_owner and edit.owner != by:
-            self._send_assignment(applied.task, assigned_by=by)
-        for freed in applied.owned_freed:
-            self._send_assignment(freed, assigned_by=by)
+            task_notices.send_assignment(self.messenger, applied.task, assigned_by=by)
+        task_notices.tell_freed(self.messenger, applied.owned_freed, by)
         self._ready(applied.unblocked)
         return Change(applied.task, applied.unblocked)
 
@@ -315,26 +313,15 @@ class TaskList(TaskReads):
         if store.exists():
             store.require_member(name)
 
-    def _send_assignment(self, task: Task, *, assigned_by: str) -> None:
-        """The owner hears of it in its inbox, and is woken, as any message wakes."""
-        if task.owner_name is None:
-            return
-        body = TaskAssignment(
-            task_id=task.id,
-            subject=task.subject,
-            description=task.description,
-            assigned_by=assigned_by,
-            timestamp=now_iso(),
-        )
-        self.messenger.deliver_body(assigned_by, task.owner_name, body)
-
-    def delete(self, task_id: str) -> builtins.list[str]:
+    def delete(self, task_id: str, by: str = LEAD_NAME) -> builtins.list[str]:
         """Remove the task and every reference to it; its id is never issued again.
-        Returns the tasks its removal made claimable."""
+        Returns the tasks its removal made claimable; owners of tasks it freed are told."""
         task_id = str(task_id)
         with self._locked() as guard:
             graph = self._graph()
             graph.nodes[task_id] = self._read(task_id)
+            held = graph.nodes[task_id]
+            holds = [] if held.status == "completed" else task_edit.waiting_on(graph, task_id, held.blocks)
             dependents = graph.detach(task_id)
             task_edit.forget_in_records(graph, task_id, self._ids())
             for other in graph.changed.values():
@@ -348,6 +335,8 @@ class TaskList(TaskReads):
             guard.also(self._task_path(task_id))
             os.unlink(self._task_path(task_id))
             self._cache.pop(task_id, None)
+            freed = task_edit.owned_and_ready(graph, holds, self)
+        task_notices.tell_freed(self.messenger, freed, by)
         self._ready(unblocked)
         return unblocked
 

@@ -7,6 +7,7 @@ import pytest
 
 from ipc import Conflict, InvalidInput, Mailbox, NotFound, TaskList, claim_prompt
 from ipc.schemas import TaskAssignment, parse_body
+from ipc.task_rules import MAX_DESCRIPTION_BYTES
 
 
 def test_create_and_ids_never_reused(root: Path, team: str) -> None:
@@ -142,6 +143,39 @@ def test_the_owner_of_a_task_freed_of_its_last_blocker_is_told_again(root: Path,
     (message,) = Mailbox(root, team, "bob").unread()
     body = parse_body(message.text)
     assert isinstance(body, TaskAssignment) and (body.task_id, body.assigned_by) == (later.id, "alice")
+
+
+def _told(root: Path, team: str, name: str) -> list[str]:
+    """The task ids ``name`` was sent assignments for since the last look (marked read)."""
+    bodies = [parse_body(m.text) for m in Mailbox(root, team, name).mark_all_read()]
+    return [b.task_id for b in bodies if isinstance(b, TaskAssignment)]
+
+
+def test_an_owner_is_told_once_whichever_way_its_last_blocker_goes(root: Path, team: str) -> None:
+    tl = TaskList(root, team)
+    a, b, c = (tl.create(s) for s in ("A", "B", "C"))
+    waits = [tl.create(f"W{i}", owner="bob", blocked_by=[blocker.id]) for i, blocker in enumerate((a, b, c))]
+    _told(root, team, "bob")
+    tl.update(a.id, status="completed", by="alice")
+    tl.update(a.id, status="completed", by="alice")  # again: it held no one up any more
+    tl.update(waits[1].id, remove_blocked_by=[b.id], by="alice")  # the edited task freed itself
+    tl.delete(c.id, by="alice")  # its last blocker gone
+    assert _told(root, team, "bob") == [waits[0].id, waits[1].id, waits[2].id]
+
+
+def test_a_notice_that_cannot_be_sent_does_not_undo_the_completion(
+    root: Path, team: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    ready: list[list[str]] = []
+    tl = TaskList(root, team, on_ready=lambda ids, rung: ready.append(ids))
+    blocker = tl.create("Blocker")
+    # bob took it himself (nothing sent then); its assignment would be over a message's limit
+    huge = tl.create("Huge", "d" * MAX_DESCRIPTION_BYTES, owner="bob", by="bob", blocked_by=[blocker.id])
+    free = tl.create("Free", blocked_by=[blocker.id])
+    ready.clear()
+    tl.update(blocker.id, status="completed", by="alice")
+    assert tl.get(blocker.id).status == "completed" and ready == [[free.id]]
+    assert f"task #{huge.id} is free to start; could not tell bob" in caplog.text
 
 
 def test_owner_must_be_a_member(root: Path, team: str) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from ipc import task_edit
+from ipc import task_edit, task_notices
 from ipc.engine.team import CAS_TRIES, EngineTeam, Entry, Stale
 from ipc.errors import Conflict, NotFound
 from ipc.paths import TeamPaths, normalise_agent_name
@@ -293,7 +293,7 @@ class EngineTaskList(TaskList):
             metadata=metadata,
         )
         if edit.status == "deleted":
-            return Change(None, self.delete(task_id))
+            return Change(None, self.delete(task_id, by=by))
         if edit.owner:
             self._require_member(edit.owner)
 
@@ -302,17 +302,21 @@ class EngineTaskList(TaskList):
 
         return self._tell(self._apply(make, last=[task_id]), edit, by)
 
-    def delete(self, task_id: str) -> builtins.list[str]:
+    def delete(self, task_id: str, by: str = LEAD_NAME) -> builtins.list[str]:
         task_id = str(task_id)
 
-        def edit(graph: TaskGraph) -> builtins.list[str]:
-            if graph.get(task_id) is None:
+        def edit(graph: TaskGraph) -> tuple[builtins.list[str], builtins.list[Task]]:
+            held = graph.get(task_id)
+            if held is None:
                 raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
+            holds = [] if held.status == "completed" else task_edit.waiting_on(graph, task_id, held.blocks)
             dependents = graph.detach(task_id)
             task_edit.forget_in_records(graph, task_id, [t.id for t in self.list()])
-            return [t.id for t in dependents if self.is_claimable(t)]
+            unblocked = [t.id for t in dependents if self.is_claimable(t)]
+            return unblocked, task_edit.owned_and_ready(graph, holds, self)
 
-        unblocked = self._apply(edit, deleting=task_id)
+        unblocked, freed = self._apply(edit, deleting=task_id)
+        task_notices.tell_freed(self.messenger, freed, by)
         self._ready(unblocked)
         return unblocked
 

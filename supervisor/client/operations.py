@@ -268,7 +268,7 @@ def task_update(team: TeamHandle, args: io.TaskUpdate, actor: str) -> io.TaskCha
 @operation("task_delete", io.TaskRef, io.TaskDeleted, writes=True)
 def task_delete(team: TeamHandle, args: io.TaskRef, actor: str) -> io.TaskDeleted:
     """Delete a task and every reference to it; its id is never issued again."""
-    unblocked = team.tasks.delete(task_id(args.id))
+    unblocked = team.tasks.delete(task_id(args.id), by=actor)
     return io.TaskDeleted(deleted=args.id, unblocked=unblocked)
 
 
