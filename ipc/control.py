@@ -22,7 +22,16 @@ import msgspec
 import zmq
 
 from ipc.boundary import input_errors, zmq_errors
-from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound, NotRunning, SupervisorError, Timeout
+from ipc.errors import (
+    AgentTeamsError,
+    Conflict,
+    InvalidInput,
+    LimitReached,
+    NotFound,
+    NotRunning,
+    SupervisorError,
+    Timeout,
+)
 from ipc.options import SubagentOptions, TeammateOptions
 from ipc.poller import shut
 from ipc.replies import SpawnReply, StopReply, SubagentReply, TeamStatus
@@ -160,7 +169,14 @@ class Reply(msgspec.Struct, kw_only=True):
 
 # Refusals a door answers by their class (HTTP 400, 404, 409): raised again as themselves;
 # any other error from the supervisor is a SupervisorError.
-REFUSALS: dict[str, type[AgentTeamsError]] = {c.__name__: c for c in (InvalidInput, NotFound, Conflict)}
+REFUSALS: dict[str, type[AgentTeamsError]] = {
+    c.__name__: c for c in (InvalidInput, NotFound, Conflict, LimitReached)
+}
+
+
+def kind_of(exc: AgentTeamsError) -> str:
+    """The refusal class ``exc`` is sent as: its own, or the nearest of REFUSALS it derives from."""
+    return next((c.__name__ for c in type(exc).__mro__ if c.__name__ in REFUSALS), "")
 
 
 _request_decoder: msgspec.msgpack.Decoder[Request] = msgspec.msgpack.Decoder(Request)

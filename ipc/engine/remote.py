@@ -34,7 +34,7 @@ def call(engine: EngineTeam, host: str, request: Any, timeout: float) -> Any:
 
     reply = msgspec.msgpack.decode(engine.conn.run(ask(), timeout + 2), type=control.Reply)
     if not reply.ok:
-        raise SupervisorError(reply.error)
+        raise control.REFUSALS.get(reply.kind, SupervisorError)(reply.error)
     return msgspec.msgpack.decode(reply.result, type=type(request).Reply)
 
 
@@ -48,4 +48,6 @@ def relay(runtime_dir: Path, data: bytes) -> bytes:
         raw = control.encode(result) if result is not None else b"\xc0"
         return control.encode(control.Reply(id=request.id, ok=True, result=msgspec.Raw(raw)))
     except AgentTeamsError as exc:
-        return control.encode(control.Reply(id=request_id, ok=False, error=exc.message))
+        return control.encode(
+            control.Reply(id=request_id, ok=False, error=exc.message, kind=control.kind_of(exc))
+        )

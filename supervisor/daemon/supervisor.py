@@ -253,7 +253,7 @@ class Supervisor:
             try:
                 self._dispatch(caller, request)
             except AgentTeamsError as exc:
-                self.control.fail(caller, exc.message, type(exc).__name__)
+                self.control.fail(caller, exc.message, control.kind_of(exc))
             except Exception as exc:  # a bug must not take the team down: answer and log
                 log.exception("request %r failed", request)
                 self.control.fail(caller, f"internal error: {type(exc).__name__}: {exc}")
