@@ -106,10 +106,13 @@ def parse(raw: Any, where: str = "permission update") -> PermissionUpdate:
     elif isinstance(update, SetMode) and update.mode not in PERMISSION_MODES:
         modes = ", ".join(PERMISSION_MODES)
         raise InvalidInput(f"{where} (setMode): mode {update.mode!r} is not one; use one of {modes}")
-    elif isinstance(update, AddDirectories | RemoveDirectories) and not all(
-        d.strip() for d in update.directories
-    ):
-        raise InvalidInput(f"{where} ({kind}) names no directory; e.g. {EXAMPLES[kind]}")
+    elif isinstance(update, AddDirectories | RemoveDirectories):
+        if not all(d.strip() for d in update.directories):
+            raise InvalidInput(f"{where} ({kind}) names no directory; e.g. {EXAMPLES[kind]}")
+        if relative := [d for d in update.directories if not d.startswith("/")]:
+            raise InvalidInput(
+                f"{where} ({kind}): {relative[0]!r} is not an absolute path; e.g. {EXAMPLES[kind]}"
+            )
     return update
 
 

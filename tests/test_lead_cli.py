@@ -335,10 +335,18 @@ def test_chat_refuses_a_pipe_unless_asked(root: Path) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["2. B [subagents]: `b`", "2. B [afterr 1]", "2. Build v2: the fast one: `b`", "2. B `x`: `b`"],
+    [
+        "2. B [subagents]: `b`",
+        "2. B [afterr 1]",
+        "2. Build v2: the fast one: `b`",
+        "2. B `x`: `b`",
+        "2. B `b`",
+        "2. B: `b` then `c`",
+        "2. B [after 1] : `b` # note",
+    ],
 )
 def test_a_step_line_that_cannot_be_read_is_refused_not_dropped(line: str) -> None:
-    with pytest.raises(PlanError, match="cannot read the step '2. B|cannot read the step '2. Build"):
+    with pytest.raises(PlanError, match="cannot read the step '2. B"):
         parse_steps(f"1. A: `a`\n{line}\n3. C [after 1]")
 
 

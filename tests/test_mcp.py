@@ -466,6 +466,9 @@ def test_a_line_over_stdio_that_is_not_json_rpc_is_answered_with_a_parse_error(t
         call = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "task_list", "arguments": {"x": "a\\ud800b"}}}'
         said = ask(call)
         assert said["id"] == 7 and said["error"]["code"] == -32700, said
+        # JSON of the wrong shape: an invalid request (its id is not read back from the piece)
+        said = ask(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": 5}))
+        assert said["error"]["code"] == -32600 and said["error"]["message"].startswith("Invalid request: ")
         listed = ask(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}))
         assert listed["id"] == 8 and listed["result"]["tools"]  # the session goes on
     finally:

@@ -39,9 +39,10 @@ STEP = re.compile(
     r"\s*(?::\s*`(?P<command>[^`]+)`)?\s*$",
     re.IGNORECASE,
 )
-# A numbered line that ends as a step does (a bracket, or a command in backticks) but that
-# STEP cannot read: a mistyped marker or a ':' in the subject, refused rather than dropped.
-STEP_LIKE = re.compile(r"^\s*\d+[.)]\s+.*(?:\]|:\s*`[^`]*`)\s*$")
+# A numbered line with a command in backticks, or ending in a marker's bracket, that STEP
+# cannot read (a mistyped marker, a ':' in the subject, no ':' before the command): refused
+# rather than dropped. Numbered prose without either is not a step and is passed over.
+STEP_LIKE = re.compile(r"^\s*\d+[.)]\s+(?:.*`.*|.*\]\s*)$")
 TEAMMATES = re.compile(r"^\s*teammates?\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
 PLAN_FILE = re.compile(r"^\s*plan file\s*:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 REPORT = re.compile(r"task #(\d+)", re.IGNORECASE)

@@ -77,19 +77,20 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 def parse_error(exc: Exception) -> types.JSONRPCError:
     """The answer to a line that could not be read, to its request's id when the line has one."""
-    line, said = "", str(exc)
+    line, said, code = "", str(exc), types.PARSE_ERROR
     if isinstance(exc, ValidationError) and exc.errors():
         problem = exc.errors()[0]
         line, said = str(problem["input"]), problem["msg"]
+        if problem["type"] != "json_invalid":  # JSON, not a JSON-RPC message (its id is not at hand)
+            code, line = types.INVALID_REQUEST, ""
     request_id: types.RequestId | None = None
     with contextlib.suppress(ValueError):  # Python's json reads the lone surrogates the SDK refuses
         found = json.loads(line)
-        if isinstance(found, dict) and type(found.get("id")) in (int, str):
-            request_id = found["id"]
+        if isinstance(found, dict) and "method" in found and type(found.get("id")) in (int, str):
+            request_id = found["id"]  # a request's (a response's id would be one of the client's own)
     said = said.splitlines()[0] if said.strip() else type(exc).__name__
-    error = types.ErrorData(
-        code=types.PARSE_ERROR, message=f"Parse error: {said}; send one JSON-RPC message per line"
-    )
+    what = "Parse error" if code == types.PARSE_ERROR else "Invalid request"
+    error = types.ErrorData(code=code, message=f"{what}: {said}; send one JSON-RPC message per line")
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
