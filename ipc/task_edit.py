@@ -119,8 +119,8 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Appli
         raise NotFound(f"task #{task_id} does not exist in team {graph.team!r}")
     previous_owner = task.owner_name
     # Who this task holds up now, and which of the blockers it is to lose are open: what the
-    # edit can free (a completed task, or a completed blocker, holds no one).
-    holds = [] if task.status == "completed" else waiting_on(graph, task_id, task.blocks)
+    # edit can free (a completed blocker holds no one).
+    holds = held_up_by(graph, task)
     opened = [
         b for b in edit.remove_blocked_by if (n := graph.get(b)) is not None and n.status != "completed"
     ]
@@ -172,9 +172,12 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Appli
     return Applied(graph.nodes[task_id], unblocked, previous_owner, owned_and_ready(graph, freed, reads))
 
 
-def waiting_on(graph: TaskGraph, blocker: str, ids: Iterable[str]) -> list[str]:
-    """Of tasks ``ids``, those that list ``blocker`` among their blockers."""
-    return [t for t in ids if (n := graph.get(t)) is not None and blocker in n.blocked_by]
+def held_up_by(graph: TaskGraph, blocker: Task) -> list[str]:
+    """The tasks ``blocker`` holds up now: those it blocks that list it among their blockers
+    (a completed task holds no one)."""
+    if blocker.status == "completed":
+        return []
+    return [t for t in blocker.blocks if (n := graph.get(t)) is not None and blocker.id in n.blocked_by]
 
 
 def owned_and_ready(graph: TaskGraph, ids: Iterable[str], reads: Reads) -> list[Task]:

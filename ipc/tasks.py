@@ -320,8 +320,7 @@ class TaskList(TaskReads):
         with self._locked() as guard:
             graph = self._graph()
             graph.nodes[task_id] = self._read(task_id)
-            held = graph.nodes[task_id]
-            holds = [] if held.status == "completed" else task_edit.waiting_on(graph, task_id, held.blocks)
+            holds = task_edit.held_up_by(graph, graph.nodes[task_id])
             dependents = graph.detach(task_id)
             task_edit.forget_in_records(graph, task_id, self._ids())
             for other in graph.changed.values():

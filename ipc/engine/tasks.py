@@ -309,7 +309,7 @@ class EngineTaskList(TaskList):
             held = graph.get(task_id)
             if held is None:
                 raise NotFound(f"task #{task_id} does not exist in team {self.team!r}")
-            holds = [] if held.status == "completed" else task_edit.waiting_on(graph, task_id, held.blocks)
+            holds = task_edit.held_up_by(graph, held)
             dependents = graph.detach(task_id)
             task_edit.forget_in_records(graph, task_id, [t.id for t in self.list()])
             unblocked = [t.id for t in dependents if self.is_claimable(t)]

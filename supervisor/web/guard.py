@@ -73,7 +73,8 @@ class Guard:
             return _error(f"host {host!r} is not served here; use {allowed}", 421, scope)
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         in_url = next((v for k, v in query if k == "token"), "")
-        if scope["method"] == "GET" and self._is_token(in_url) and not scope["path"].startswith("/api/"):
+        url_token = self._is_token(in_url)
+        if scope["method"] == "GET" and url_token and not scope["path"].startswith("/api/"):
             # The page's link: keep the token in a cookie, take it out of the address bar.
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             reply = RedirectResponse(scope["path"] + ("?" + rest if rest else ""), 303)
@@ -82,10 +83,10 @@ class Guard:
         if self._from_header(scope):
             return None
         # A URL is kept in logs and histories: it may carry the token only to a look.
-        if self._is_token(in_url) or self._from_cookie(scope):
+        if url_token or self._from_cookie(scope):
             if scope["method"] in SAFE:
                 return None
-            where = "the URL" if self._is_token(in_url) else "the cookie"
+            where = "the URL" if url_token else "the cookie"
             return _error(
                 f"{scope['method']} changes something: send the token in a header "
                 f"('Authorization: Bearer TOKEN' or 'X-Agentteams-Token'), not only in {where}",
