@@ -37,7 +37,7 @@ from ipc.launch import LaunchSpec
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.schemas import InboxMessage
-from ipc.wake import LazyWaker, socket_path
+from ipc.wake import LazyWaker, reply_socket_path
 
 log = logging.getLogger("agentteams.claude_courier")
 REQUEST_TIMEOUT = 2.0  # s for a sender to write its request
@@ -160,7 +160,7 @@ class Courier:
         """The address ``claude`` sees a sender's messages come from (made on first use)."""
         listener = self.replies.get(sender)
         if listener is None:
-            path = socket_path(self.runtime, f"{self.spec.agent_name}\0{sender}", "r")
+            path = reply_socket_path(self.runtime, self.spec.agent_name, sender)
             token = cc_registry.new_token()
             listener = cc_socket.Listener(path, token, lambda arrival: self._on_frame(sender, arrival))
             self.keys.append(cc_registry.publish_key(self.config_dir, path, token))

@@ -67,9 +67,27 @@ def queued(runtime_dir: Path) -> bool:
         return False
 
 
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
 def socket_path(runtime_dir: Path, agent: str, kind: str = "w") -> Path:
+    """An agent's socket file of one kind: ``w`` its doorbell, ``c`` a claude teammate's
+    courier, ``m`` that ``claude``'s own messaging socket."""
     # Hashed: agent names may be 64 characters, and sun_path holds only 107 bytes.
-    return runtime_dir / f"{kind}-{hashlib.sha256(agent.encode()).hexdigest()[:12]}.sock"
+    return runtime_dir / f"{kind}-{_digest(agent)[:12]}.sock"
+
+
+def reply_socket_path(runtime_dir: Path, agent: str, sender: str) -> Path:
+    """Where a claude teammate's courier hears ``claude``'s answers to ``sender``: named
+    after the agent first, so :func:`socket_files` finds every one of them."""
+    return runtime_dir / f"r-{_digest(agent)[:8]}{_digest(sender)[:10]}.sock"  # 106 bytes at most
+
+
+def socket_files(runtime_dir: Path, agent: str) -> list[Path]:
+    """Every socket file an agent's process may have bound in the runtime directory."""
+    replies = sorted(runtime_dir.glob(f"r-{_digest(agent)[:8]}??????????.sock"))
+    return [socket_path(runtime_dir, agent, kind) for kind in "wcm"] + replies
 
 
 class Doorbell(Protocol):

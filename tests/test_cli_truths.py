@@ -17,7 +17,7 @@ from ipc.errors import Conflict
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, remove_runtime_dirs
 from ipc.schemas import ShutdownRequest, body_text
-from ipc.wake import socket_path
+from ipc.wake import reply_socket_path, socket_files, socket_path
 from supervisor import Team
 from supervisor.client import operations as ops
 from tests.runtime_helpers import AGENTTEAMS, cli, running_team, wait_for
@@ -213,12 +213,25 @@ def test_down_leaves_no_socket_file_of_a_teammate_stopped_in_a_command(root: Pat
     with running_team(root) as team:
         team.spawn("alice", prompt="")
         wait_for(lambda: team.status().teammates[0].state == "idle")
-        bell = socket_path(team.paths.runtime_dir(), "alice")
+        runtime = team.paths.runtime_dir()
+        bell = socket_path(runtime, "alice")
         assert bell.exists()
+        # What a claude teammate killed with its claude would leave too (its files stand
+        # in for them): claude's own socket and the courier's reply addresses. Another
+        # agent's reply address is not alice's to remove.
+        claudes = [
+            socket_path(runtime, "alice", "m"),
+            *(reply_socket_path(runtime, "alice", s) for s in "ab"),
+        ]
+        others = reply_socket_path(runtime, "bob", "alice")
+        for path in (*claudes, others):
+            path.touch()
         team.tasks.create("slow", metadata={"command": "sleep 30"})
         wait_for(lambda: team.status().teammates[0].state == "running")
-    log = (team.paths.runtime_dir() / "supervisor.log").read_text()
+    log = (runtime / "supervisor.log").read_text()
     assert "alice pid" in log and "(exit 143)" in log and not bell.exists()
+    assert not any(path.exists() for path in claudes) and others.exists()
+    assert socket_files(runtime, "bob") == [*(socket_path(runtime, "bob", k) for k in "wcm"), others]
 
 
 def test_ps_shows_whole_command_lines(root: Path) -> None:

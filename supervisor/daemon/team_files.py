@@ -11,14 +11,13 @@ from typing import Any
 import msgspec
 
 from ipc import subagents, trust, worktrees
-from ipc.courier import courier_path
 from ipc.errors import AgentTeamsError, CorruptFile, NotFound
 from ipc.launch import LaunchSpec
 from ipc.options import TeammateOptions, runs_claude_code
 from ipc.schemas import LEAD_NAME, Member, TeammateTerminated
 from ipc.storage import append_line
 from ipc.team_state import TeamState
-from ipc.wake import socket_path
+from ipc.wake import socket_files
 from supervisor.daemon.router import Router
 
 log = logging.getLogger("agentteams.supervisor")
@@ -124,10 +123,10 @@ class TeamFiles:
         self.router.ended(name)
         if name == LEAD_NAME:  # never a child's name; its doorbell is the supervisor's own
             return
-        # A process stopped by a signal leaves its doorbell's and courier's socket files
-        # behind (a restart binds them again): the team's runtime files, the team's to remove.
-        runtime = self.state.paths.runtime_dir()
-        for path in (socket_path(runtime, name), courier_path(runtime, name)):
+        # A process stopped by a signal leaves its socket files behind (a restart binds them
+        # again): its doorbell, a claude teammate's courier, reply addresses and claude's own
+        # socket. The team's runtime files, the team's to remove.
+        for path in socket_files(self.state.paths.runtime_dir(), name):
             path.unlink(missing_ok=True)
 
     def left(self, name: str) -> None:
