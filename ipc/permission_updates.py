@@ -106,14 +106,22 @@ def parse(raw: Any, where: str = "permission update") -> PermissionUpdate:
     elif isinstance(update, SetMode) and update.mode not in PERMISSION_MODES:
         modes = ", ".join(PERMISSION_MODES)
         raise InvalidInput(f"{where} (setMode): mode {update.mode!r} is not one; use one of {modes}")
-    elif isinstance(update, AddDirectories | RemoveDirectories):
-        if not all(d.strip() for d in update.directories):
-            raise InvalidInput(f"{where} ({kind}) names no directory; e.g. {EXAMPLES[kind]}")
-        if relative := [d for d in update.directories if not d.startswith("/")]:
-            raise InvalidInput(
-                f"{where} ({kind}): {relative[0]!r} is not an absolute path; e.g. {EXAMPLES[kind]}"
-            )
+    elif isinstance(update, AddDirectories | RemoveDirectories) and (
+        problem := _wrong_directory(update.directories)
+    ):
+        raise InvalidInput(f"{where} ({kind}): {problem}; e.g. {EXAMPLES[kind]}")
     return update
+
+
+def _wrong_directory(directories: list[str]) -> str | None:
+    """What is wrong with the first directory that is not an absolute path: read by a
+    teammate elsewhere, there is no working directory of the sender's to resolve it against."""
+    for directory in directories:
+        if not directory.strip():
+            return "a directory is empty"
+        if not directory.startswith("/"):
+            return f"directory {directory!r} is not an absolute path"
+    return None
 
 
 def parse_all(raw: Any, where: str = "permission update") -> list[PermissionUpdate]:
@@ -138,13 +146,8 @@ def add_rules(rules: list[str], behavior: str, directories: list[str]) -> list[P
     if parsed:
         values = [RuleValue(tool_name=r.tool, rule_content=r.specifier or UNSET) for r in parsed]
         out.append(AddRules(rules=values, behavior=behavior))
-    for directory in directories:  # read by a teammate elsewhere: no cwd of the sender's to resolve against
-        if not directory.strip():
-            raise InvalidInput("a directory to add is empty; give an absolute path like /home/me/data")
-        if not directory.startswith("/"):
-            raise InvalidInput(
-                f"directory {directory!r} is not an absolute path; give one like /home/me/data"
-            )
+    if problem := _wrong_directory(directories):
+        raise InvalidInput(f"{problem}; give an absolute path like /home/me/data")
     if directories:
         out.append(AddDirectories(directories=directories))
     return out

@@ -507,7 +507,7 @@ def test_a_directory_to_add_must_be_an_absolute_path_at_every_door(
         assert why in tool(team, "update_permissions", {"name": "ada", "directories": [given]})
         assert why in http(team, "POST", "/members/ada/permissions", 400, json={"directories": [given]})
     said = refused(team, capsys, "permit", "t", "ada", "--add-dir", " ")
-    assert said == "agentteams: error: a directory to add is empty; give an absolute path like /home/me/data"
+    assert said == "agentteams: error: a directory is empty; give an absolute path like /home/me/data"
     assert listing(team.paths.root) == before
     # the command line reads a relative one from where it runs, as the person typing it means
     monkeypatch.chdir(tmp_path)

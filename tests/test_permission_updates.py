@@ -58,11 +58,14 @@ def test_each_kind_reads_and_writes_as_claude_code_writes_it() -> None:
         ),
         ({"type": "setMode", "mode": "nope"}, "(setMode): mode 'nope' is not one; use one of default,"),
         ({"type": "setMode", "mode": "plan", "destination": "cloud"}, "Invalid enum value 'cloud'"),
-        ({"type": "addDirectories", "directories": [""]}, "(addDirectories) names no directory"),
-        ({"type": "removeDirectories", "directories": ["  "]}, "(removeDirectories) names no directory"),
+        ({"type": "addDirectories", "directories": [""]}, "(addDirectories): a directory is empty; e.g."),
+        (
+            {"type": "removeDirectories", "directories": ["  "]},
+            "(removeDirectories): a directory is empty; e.g.",
+        ),
         (
             {"type": "addDirectories", "directories": ["rel"]},
-            "(addDirectories): 'rel' is not an absolute path",
+            "(addDirectories): directory 'rel' is not an absolute path",
         ),
         ({"type": "setMode", "mode": "plan", "behaviour": "allow"}, "unknown field `behaviour`"),
     ],
