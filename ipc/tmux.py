@@ -19,9 +19,15 @@ AGENT_OPTION = "@agentteams-agent"
 TIMEOUT = 10.0
 
 
-def session_name(team: str) -> str:
+def team_tag(runtime: Path) -> str:
+    """What a team's panes are tagged with: its runtime directory's name, the team's name and
+    a digest of its root, since two roots may each hold a team of the same name on one server."""
+    return runtime.name
+
+
+def session_name(runtime: Path) -> str:
     """The detached session a team's panes go in when the caller is not inside tmux."""
-    return f"agentteams-{team}"
+    return f"agentteams-{team_tag(runtime)}"
 
 
 def socket_file(runtime: Path) -> Path:
@@ -77,8 +83,8 @@ class Tmux:
         except TmuxError:
             pass  # already gone, with its window, session or server
 
-    def panes_tagged(self, team: str) -> list[tuple[str, str]]:
-        """(pane id, agent) of every pane of the server tagged with ``team``."""
+    def panes_tagged(self, tag: str) -> list[tuple[str, str]]:
+        """(pane id, agent) of every pane of the server tagged with ``tag`` (:func:`team_tag`)."""
         try:
             out = self.run("list-panes", "-a", "-F", f"#{{pane_id}} #{{{TEAM_OPTION}}} #{{{AGENT_OPTION}}}")
         except TmuxError:
@@ -86,7 +92,7 @@ class Tmux:
         found = []
         for line in out.splitlines():
             parts = line.split(" ")
-            if len(parts) == 3 and parts[1] == team:
+            if len(parts) == 3 and parts[1] == tag:
                 found.append((parts[0], parts[2]))
         return found
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ipc import tmux as ipc_tmux
 from supervisor import Team
 from tests.runtime_helpers import AGENTTEAMS, alive, cli, processes_under, running_team, wait_for
 
@@ -63,7 +64,10 @@ def test_a_teammate_in_a_pane_shows_its_turns_and_its_pane_goes_with_it(root: Pa
         status = team.status().teammate("alice")
         assert status is not None and status.backend == "tmux"
         assert pane.startswith("%") and panes(server)[pane] == f"{status.pid} 0"
-        assert tmux(server, "display", "-p", "-t", pane, "#{session_name}") == "agentteams-t"
+        session = tmux(server, "display", "-p", "-t", pane, "#{session_name}")
+        assert session == ipc_tmux.session_name(team.paths.runtime_dir()) and session.startswith(
+            "agentteams-t-"
+        )
         do_task(team, "alice", "echo hello-from-a-pane")
         wait_for(lambda: "hello-from-a-pane" in tmux(server, "capture-pane", "-p", "-t", pane))
         shown = tmux(server, "capture-pane", "-p", "-t", pane)
@@ -144,6 +148,25 @@ def test_kill_9_of_the_supervisor_leaves_no_pane_no_process_and_no_stale_id(root
 
 
 @pytest.mark.tmux
+def test_a_team_of_the_same_name_under_another_root_leaves_the_first_ones_panes(
+    root: Path, tmp_path: Path, server: str
+) -> None:
+    other_root = tmp_path / "other-root"
+    other_root.mkdir()
+    with running_team(root, teammate_mode="tmux", tmux_server=server) as first:
+        first.spawn("alice", prompt="Wait.")
+        pane, pid = pane_of(first, "alice"), first.status().teammate("alice").pid  # type: ignore[union-attr]
+        with running_team(other_root, teammate_mode="tmux", tmux_server=server) as second:
+            second.spawn("alice", prompt="Wait.")  # its up swept what it took for its own leftovers
+            theirs = pane_of(second, "alice")
+            assert theirs != pane and panes(server)[pane] == f"{pid} 0", "the first team's pane untouched"
+            sessions = {tmux(server, "display", "-p", "-t", p, "#{session_name}") for p in (pane, theirs)}
+            assert len(sessions) == 2, sessions
+        wait_for(lambda: theirs not in panes(server), timeout=30)
+        assert panes(server)[pane] == f"{pid} 0" and first.status().teammate("alice").restarts == 0  # type: ignore[union-attr]
+
+
+@pytest.mark.tmux
 def test_attach_opens_the_teams_session_from_a_terminal(root: Path, server: str) -> None:
     with running_team(root, teammate_mode="tmux", tmux_server=server) as team:
         team.spawn("alice", prompt="Wait.")
@@ -154,9 +177,12 @@ def test_attach_opens_the_teams_session_from_a_terminal(root: Path, server: str)
             os.execve(AGENTTEAMS[0], [*AGENTTEAMS, "attach", "t", "alice", "--root", str(root)], env)
         try:
             wait_for(
-                lambda: tmux(server, "list-clients", "-F", "#{client_session}", ok=False) == "agentteams-t"
+                lambda: (
+                    tmux(server, "list-clients", "-F", "#{client_session}", ok=False)
+                    == ipc_tmux.session_name(team.paths.runtime_dir())
+                )
             )
-            tmux(server, "detach-client", "-s", "agentteams-t")
+            tmux(server, "detach-client", "-s", ipc_tmux.session_name(team.paths.runtime_dir()))
             _, status = os.waitpid(pid, 0)
             assert os.waitstatus_to_exitcode(status) == 0
         finally:

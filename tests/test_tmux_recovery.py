@@ -68,7 +68,8 @@ def test_inside_tmux_the_servers_death_brings_teammates_back_in_the_teams_own_se
         assert not alive([first.pid])
         pane = pane_of(team, "alice")
         where = tmux(server, "display", "-p", "-t", pane, "#{session_name} #{pane_pid}")
-        assert where == f"agentteams-t {team.status().teammate('alice').pid}"  # type: ignore[union-attr]
+        session = ipc_tmux.session_name(team.paths.runtime_dir())
+        assert where == f"{session} {team.status().teammate('alice').pid}"  # type: ignore[union-attr]
         remembered = ipc_tmux.socket_file(Path(team.status().runtime)).read_text()
         assert remembered == socket, "attach finds the new server"
     wait_for(lambda: not tmux(server, "list-panes", "-a", ok=False), timeout=30)

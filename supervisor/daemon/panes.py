@@ -28,7 +28,7 @@ from pathlib import Path
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.osproc import kill_session, pidfd_open
 from ipc.storage import atomic_write
-from ipc.tmux import AGENT_OPTION, TEAM_OPTION, Tmux, TmuxError, session_name, socket_file
+from ipc.tmux import AGENT_OPTION, TEAM_OPTION, Tmux, TmuxError, session_name, socket_file, team_tag
 from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.processes import Processes
 from supervisor.daemon.reactor import Reactor
@@ -122,7 +122,7 @@ class Panes:
 
     def sweep(self) -> None:
         """Remove the panes a supervisor of this team left behind (it was killed)."""
-        for pane_id, agent in self.tmux.panes_tagged(self.team):
+        for pane_id, agent in self.tmux.panes_tagged(team_tag(self.runtime)):
             log.info("removing tmux pane %s of %s, left by an earlier supervisor", pane_id, agent)
             self.tmux.kill_pane(pane_id)
 
@@ -174,7 +174,7 @@ class Panes:
 
     @property
     def _session(self) -> str:
-        return session_name(self.team)
+        return session_name(self.runtime)
 
     def _in_own_session(self, fmt: list[str], cwd: list[str], argv: list[str]) -> str:
         session = self._session
@@ -200,7 +200,7 @@ class Panes:
     def _tag(self, pane_id: str, spec: LaunchSpec) -> None:
         for option, value in (
             ("remain-on-exit", "on"),  # its exit status stays for us to read, and a restart reuses it
-            (TEAM_OPTION, self.team),
+            (TEAM_OPTION, team_tag(self.runtime)),
             (AGENT_OPTION, spec.agent_name),
         ):
             self.tmux.run("set-option", "-p", "-t", pane_id, option, value)
