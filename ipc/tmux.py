@@ -62,7 +62,8 @@ class Tmux:
             raise InvalidInput("the tmux backend needs tmux, and it is not installed") from None
         except subprocess.TimeoutExpired:
             raise TmuxError(f"tmux {args[0]} did not answer within {TIMEOUT:g}s") from None
-        if result.returncode != 0:
+        # tmux 3.3 exits 0 when it cannot create its server's socket, saying so on stderr only
+        if result.returncode != 0 or (result.stderr.strip() and not result.stdout.strip()):
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise TmuxError(f"tmux {args[0]}: {last}")
         return result.stdout.strip()

@@ -22,6 +22,7 @@ from supervisor.daemon.reactor import TimerQueue
 from supervisor.daemon.states import InvalidTransition, TeammateState, check_transition
 
 S = TeammateState
+STAYS = " (it stays a member, failed: restart it once that is mended, or shut it down)"
 
 
 class FakeClock:
@@ -256,7 +257,7 @@ def test_start_up_errors_reach_the_caller(world: tuple[Children, FakeProcesses, 
     procs.fail_start = True
     results2, done2 = recorder()
     children.add(spec("bob"), done2)
-    assert results2 == [(None, "bob could not start: no more processes")]
+    assert results2 == [(None, "bob could not start: no more processes" + STAYS)]
 
 
 def test_shutdown_approved_exit_removes_the_member(world: tuple[Children, FakeProcesses, Port, Loop]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ipc import tmux as ipc_tmux
+from ipc.errors import AgentTeamsError
 from supervisor import Team
 from tests.runtime_helpers import AGENTTEAMS, alive, cli, processes_under, running_team, wait_for
 
@@ -100,6 +101,22 @@ def test_inside_tmux_panes_are_split_beside_the_callers_and_go_at_down(
         )
     wait_for(lambda: set(panes(server)) == {caller}, timeout=30)  # down took theirs, left the caller's
     wait_for(lambda: all(m.tmux_pane_id == "" for m in team.config().teammates()))  # no stale pane id
+
+
+def test_a_tmux_server_that_cannot_start_is_refused_with_tmuxs_words(root: Path, tmp_path: Path) -> None:
+    # tmux 3.3 exits 0 when it cannot make its socket, saying so on stderr only.
+    with running_team(root, tmux_server=str(tmp_path / "no-such-dir" / "sock")) as team:
+        for attempt in (
+            lambda: team.spawn("alice", prompt="Wait.", backend="tmux"),
+            lambda: team.restart("alice"),
+        ):
+            with pytest.raises(AgentTeamsError) as refused:
+                attempt()
+            said = refused.value.message
+            assert "tmux new-session: error creating" in said and "internal error" not in said, said
+            assert "it stays a member, failed" in said
+        assert team.status().teammate("alice").state == "failed"  # type: ignore[union-attr]
+        assert "Traceback" not in (team.paths.runtime_dir() / "supervisor.log").read_text()
 
 
 @pytest.mark.tmux

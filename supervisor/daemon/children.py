@@ -96,7 +96,11 @@ class Children:
             child.to(S.FAILED)
             child.last_exit = f"could not start: {exc.message}"
             if on_ready is not None:
-                on_ready(None, f"{child.name} could not start: {exc.message}")
+                on_ready(
+                    None,
+                    f"{child.name} could not start: {exc.message} (it stays a member, failed: "
+                    "restart it once that is mended, or shut it down)",
+                )
             return
         child.pid = pid
         child.to(S.STARTING)
