@@ -32,6 +32,9 @@ class AgentContext:
     last_dm: tuple[str, str] | None = None  # (peer, summary) of the last DM to a peer
     completed: tuple[str, str] | None = None  # (task id, status) of a task finished this turn
     exit_requested: bool = False
+    # Set from another thread (an in-process teammate's host): the exit code to stop with.
+    # Its turn ends at the next tool call (agentproc.tools.base.ToolBox), its loop at once.
+    halt: int = 0
     current_task: str = ""
     tool_groups: set[int] = field(default_factory=set)  # process groups of running tools
     # Permission state: the mode can change when a plan is approved.

@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import threading
+from types import FrameType
 
 import msgspec
 
@@ -30,7 +31,7 @@ from agentproc.channel import open_channel
 from agentproc.loop import AgentLoop
 from ipc.host_protocol import Command, Ended, Report, Running, Start, Stop, wait_status
 from ipc.launch import LaunchSpec
-from ipc.osproc import set_parent_death_signal, set_process_name
+from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
 from ipc.wake import Waker
 
 log = logging.getLogger("agentteams.host")
@@ -85,7 +86,7 @@ class Host:
             loop = AgentLoop(spec, channel)
             self.loops[spec.agent_name] = loop
             code = loop.run()
-            status = code - 128 if code > 128 and loop.halt == code else wait_status(code)
+            status = code - 128 if code > 128 and loop.ctx.halt == code else wait_status(code)
         except Exception:
             log.exception("%s raised; it ends, the host goes on", spec.agent_name)
         finally:
@@ -102,7 +103,7 @@ class Host:
         loop = self.loops.get(command.name)
         if loop is None:
             return
-        loop.halt = 128 + command.signal
+        loop.ctx.halt = 128 + command.signal
         for group in list(loop.ctx.tool_groups):  # its tools go now, as with a process's session
             try:
                 os.killpg(group, signal.SIGKILL)
@@ -126,11 +127,25 @@ class Host:
                 pass  # the supervisor is gone: so are we, in a moment
 
 
+def _tools_go() -> None:
+    """Every process of the host's session but itself: its teammates' tools. A thread's
+    death does not end them, and once the host is gone nobody could."""
+    if os.getsid(0) == os.getpid():
+        kill_session(os.getpid(), spare=os.getpid())
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # The supervisor died (the parent-death signal) or stopped the host: the tools go with it.
+    _tools_go()
+    os._exit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     fd = int(args[args.index("--fd") + 1])
     supervisor = int(args[args.index("--supervisor-pid") + 1])
-    set_parent_death_signal(signal.SIGKILL)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    set_parent_death_signal(signal.SIGTERM)
     if os.getppid() != supervisor:
         return 1
     set_process_name("at-host")
@@ -139,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     handler.setFormatter(logging.Formatter("%(asctime)s %(agent)s %(name)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return Host(socket.socket(fileno=fd)).serve()
+    code = Host(socket.socket(fileno=fd)).serve()
+    _tools_go()  # the supervisor is gone
+    return code
 
 
 if __name__ == "__main__":

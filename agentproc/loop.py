@@ -90,7 +90,6 @@ class AgentLoop(AgentRunner):
         self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
         self.woke_ns = 0
         self.reported = ""  # the idle state last reported to the supervisor
-        self.halt = 0  # set from another thread (an in-process host): the exit code to stop with
 
     # ------------------------------------------------------------ inputs
 
@@ -280,6 +279,8 @@ class AgentLoop(AgentRunner):
         self.idle = False
         self.ctx.channel.state("running", turn.task_id)
         outcome = self.take_turn(turn)
+        if outcome.halted:
+            return outcome  # its task stays as it was; the supervisor releases it at the exit
         if outcome.budget_reached:
             # Not the task's fault: it goes back as it was, for whoever has budget left.
             self.budget_stop = outcome.failure_reason
@@ -308,8 +309,8 @@ class AgentLoop(AgentRunner):
         self.hello()
         outcome = TurnOutcome()
         while True:
-            if self.halt:  # an in-process teammate asked to stop (its host rang it awake)
-                return self.halt
+            if self.ctx.halt:  # an in-process teammate asked to stop (its host rang it awake)
+                return self.ctx.halt
             try:
                 turn = self.next_turn()
             except LockTimeout as exc:
@@ -325,6 +326,8 @@ class AgentLoop(AgentRunner):
                 outcome = self.handle(turn)
                 if self.ctx.exit_requested:
                     return 0
+                if self.ctx.halt:
+                    return self.ctx.halt
                 if self.failed_turns >= max_failed_turns():
                     self.go_idle(outcome)
                     print(

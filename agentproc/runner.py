@@ -21,6 +21,7 @@ from ipc import claude_settings
 from ipc.agents import AgentDefinition
 from ipc.agents import resolve as resolve_agent_type
 from ipc.definition_context import memory_dir
+from ipc.errors import Halted
 from ipc.launch import LaunchSpec
 from ipc.permission_rules import parse_tool_list
 
@@ -138,6 +139,9 @@ class AgentRunner:
             show(f"{origin}: {turn.content or turn.text}", "▶")
         try:
             outcome = self.model.run_turn(turn, self.tools)
+        except Halted as exc:
+            log.info("%s: %s; the turn ends there", self.name, exc.message)
+            return TurnOutcome(halted=True)
         except Exception as exc:
             log.exception("%s: turn failed", self.name)
             outcome = TurnOutcome(failure_reason=f"{type(exc).__name__}: {exc}")

@@ -38,6 +38,11 @@ class LimitReached(Conflict):
     and what to change. Nothing was changed."""
 
 
+class Halted(AgentTeamsError):
+    """An agent told to stop mid-turn (an in-process teammate, by its host): the turn ends
+    where it is and acts on nothing more, as a process stopped by a signal would."""
+
+
 class TaskFailed(AgentTeamsError):
     """A task a job waited for failed; its error is in the task (``metadata.lastError``)."""
 

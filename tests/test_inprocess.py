@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from supervisor import Team
-from tests.runtime_helpers import alive, cli, running_team, wait_for
+from tests.runtime_helpers import alive, cli, processes_under, running_team, wait_for
 
 
 def host_of(team: Team) -> int:
@@ -98,6 +98,42 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
         task = team.tasks.create("after", "ben works", metadata={"command": "echo ok"}, owner="ben")
         team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         assert [m.name for m in team.config().teammates()] == ["ben"]
+
+
+def marked(marker: str) -> list[int]:
+    """The shell running a command with ``marker`` and its children, once both run."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        if marker in " ".join(p.info["cmdline"] or []):
+            found.append(p.info["pid"])
+            found += [c.pid for c in p.children(recursive=True)]
+    return found if len(found) > 1 else []
+
+
+def test_stopped_in_a_command_its_task_goes_back_unfailed_as_a_process_teammates_does(root: Path) -> None:
+    with running_team(root, teammate_mode="in-process") as team:
+        team.spawn("ann", prompt="Work.")
+        task = team.tasks.create(
+            "slow", "wait", metadata={"command": "sleep 600; echo stop-marker"}, owner="ann"
+        )
+        tools = wait_for(lambda: marked("stop-marker"), timeout=30)
+    assert not alive(tools)
+    after = team.tasks.get(task.id)
+    assert after.status == "pending" and not after.failed, after
+    told = [m.text for m in team.inbox("team-lead").read()]
+    assert not any("failed" in text for text in told), told
+
+
+def test_kill_9_of_the_supervisor_takes_the_hosts_tools_too(root: Path) -> None:
+    team = Team.create("t", root=root, cwd=str(root))
+    supervisor = team.up(teammate_mode="in-process")
+    team.spawn("ann", prompt="Work.")
+    team.tasks.create("slow", "wait", metadata={"command": "sleep 600; echo orphan-marker"}, owner="ann")
+    tools = wait_for(lambda: marked("orphan-marker"), timeout=30)
+    host = host_of(team)
+    os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: not alive([host, *tools]), timeout=20)
+    wait_for(lambda: not processes_under(root), timeout=20)
 
 
 def test_kill_9_of_the_host_restarts_its_teammates_in_a_new_host(root: Path) -> None:

@@ -36,6 +36,7 @@ class TurnOutcome:
     failure_reason: str = ""  # non-empty: the turn ended on an error (idleReason "failed")
     final_text: str = ""  # the model's last words (2.1.330's idle notification ``result``)
     budget_reached: bool = False  # no request was made: a budget of the team's is used up
+    halted: bool = False  # stopped mid-turn (agentproc.context.AgentContext.halt): not a failure
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import msgspec
 
 from agentproc.context import AgentContext
 from ipc import tool_inputs
-from ipc.errors import AgentTeamsError, InvalidInput
+from ipc.errors import AgentTeamsError, Halted, InvalidInput
 from ipc.permission_rules import Call
 
 ToolKind = Literal["coordination", "read", "write", "exec"]
@@ -158,6 +158,7 @@ class ToolBox:
         """Run a tool after its permission check. Without ``tool_use_id`` (the offline model)
         the call and its result are recorded in the transcript here; a model that has ids
         records its own messages."""
+        self._unless_halted(name)
         record = tool_use_id is None
         tool_use_id = tool_use_id or f"toolu_offline_{next(_call_ids):06d}"
         transcript = self.ctx.transcript
@@ -166,6 +167,7 @@ class ToolBox:
                 "assistant", [{"type": "tool_use", "id": tool_use_id, "name": name, "input": args}]
             )
         result = self._call(name, args, tool_use_id)
+        self._unless_halted(name)  # its result (a command killed by the stop) is not acted on
         if self.ctx.show is not None:
             said = " ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int)))
             self.ctx.show(f"{name} {said}\n{result.content}", "✖" if result.is_error else "⚙")
@@ -182,6 +184,10 @@ class ToolBox:
                 ],
             )
         return result
+
+    def _unless_halted(self, name: str) -> None:
+        if self.ctx.halt:
+            raise Halted(f"{self.ctx.name} was stopped during {name}")
 
     def _call(self, name: str, args: dict[str, Any], tool_use_id: str) -> ToolResult:
         tool = self.tools.get(ALIASES.get(name, name))

@@ -10,7 +10,6 @@ teammate in it, each then restarted by the policy in a new host.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -26,6 +25,7 @@ import msgspec
 from ipc.errors import AgentTeamsError
 from ipc.host_protocol import Report, Running, Start, Stop
 from ipc.launch import LaunchSpec
+from ipc.osproc import kill_session
 from ipc.replies import TeammateStatus
 from supervisor.daemon.reactor import Reactor
 
@@ -144,5 +144,4 @@ class InProcess:
     def close(self) -> None:
         self._drop_socket()
         if self.host_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.host_pid, signal.SIGKILL)
+            kill_session(self.host_pid)  # the host and its teammates' tools (not yet reaped: its own)
