@@ -28,11 +28,12 @@ from typing import Any
 
 import msgspec
 
+from ipc import cc_registry
 from ipc.engine import remote
 from ipc.engine.mirror import Mirror
 from ipc.engine.ring import EngineWakeListener
 from ipc.engine.team import EngineTeam, Entry
-from ipc.errors import AgentTeamsError
+from ipc.errors import AgentTeamsError, Conflict
 from ipc.schemas import LEAD_NAME
 from ipc.settings import env
 from ipc.team_state import TeamState
@@ -56,6 +57,8 @@ def lease_seconds() -> float:
 class HostRecord(msgspec.Struct, forbid_unknown_fields=False):
     host: str
     pid: int = 0
+    machine: str = ""  # where that pid is (cc_registry.pid_domain) and when it started:
+    started: str = ""  # a live holder of the name on this machine is known at once
     beat: int = 0
     state: str = "up"  # up | down (stopped cleanly) | dead (lease expired)
     by: str = ""  # the host that found it dead
@@ -92,6 +95,7 @@ class EngineHost:
         self._seen: dict[str, tuple[int, float]] = {}  # host → (revision, when it last changed)
         self._stop = threading.Event()
         self.beat = 0
+        self._claim_name()
         self._write_record("up")
         self._thread = threading.Thread(target=self._heartbeats, name="engine-host", daemon=True)
         self._thread.start()
@@ -158,9 +162,43 @@ class EngineHost:
 
     # ------------------------------------------------------------ heartbeats and leases
 
+    def _claim_name(self) -> None:
+        """Refuse this host's name while another supervisor holds it: two would run the same
+        members and answer each other's requests. A holder on this machine is asked by its
+        pid; one elsewhere is live if its record changes within a heartbeat and a half."""
+        key = f"host.{self.host}"
+        entry = self.engine.get(key, fresh=True)
+        record = _record(entry)
+        if entry is None or record is None or record.state != "up":
+            return
+        if record.machine == cc_registry.pid_domain():
+            if record.pid == os.getpid() or not _alive(record.pid, record.started):
+                return
+        else:
+            deadline = time.monotonic() + 1.5 * heartbeat_seconds()
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                now = self.engine.get(key, fresh=True)
+                if now is not None and now.rev != entry.rev:
+                    break
+            else:
+                return  # it stopped beating: a supervisor that died
+        raise Conflict(
+            f"host name {self.host!r} is held by a live supervisor (pid {record.pid}"
+            f"{'' if record.machine == cc_registry.pid_domain() else ', on another machine'}); "
+            "give this one another with 'up --host-name NAME'"
+        )
+
     def _write_record(self, state: str) -> None:
         self.beat += 1
-        record = HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
+        record = HostRecord(
+            host=self.host,
+            pid=os.getpid(),
+            machine=cc_registry.pid_domain(),
+            started=cc_registry.proc_start(os.getpid()),
+            beat=self.beat,
+            state=state,
+        )
         self.engine.update(f"host.{self.host}", lambda _: msgspec.json.encode(record), "heartbeat")
 
     def _heartbeats(self) -> None:
@@ -186,11 +224,8 @@ class EngineHost:
                 continue
             if now - seen[1] < lease_seconds():
                 continue
-            try:
-                record = msgspec.json.decode(entry.data, type=HostRecord)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue
-            if record.state == "up":
+            record = _record(entry)
+            if record is not None and record.state == "up":
                 self._declare_dead(key, entry, record)
 
     def _declare_dead(self, key: str, entry: Entry, record: HostRecord) -> None:
@@ -211,9 +246,8 @@ class EngineHost:
         for member in self.state.config.read().teammates():
             if member.host_name != record.host:
                 continue
-            released = self.state.tasks.release_owner(
-                member.name, error=f"host {record.host} stopped answering"
-            )
+            # As a crashed teammate's: back to pending with no error, for any teammate to run.
+            released = self.state.tasks.release_owner(member.name)
             # Written whatever this host's copy says: the dead host's last mark may not be here yet.
             self.state.config.update_member(member.name, is_active=False)
             log.warning("host %s: %s inactive, released %s", record.host, member.name, released)
@@ -230,3 +264,17 @@ class EngineHost:
         self.lead_ring.close()
         for fd in (self._read_fd, self._write_fd):
             os.close(fd)
+
+
+def _record(entry: Entry | None) -> HostRecord | None:
+    try:
+        return msgspec.json.decode(entry.data, type=HostRecord) if entry is not None else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        return cc_registry.proc_start(pid) == started
+    except (OSError, ValueError, IndexError):
+        return False
