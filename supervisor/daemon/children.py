@@ -3,9 +3,8 @@ shutdown escalation, and nothing else. As supervisord keeps process state in one
 every syscall behind one seam, this module touches no process and no file itself: it starts,
 signals and reaps through a :class:`ProcessSeam`, tells the team what happened through a
 :class:`TeamPort`, and keeps time through a :class:`~supervisor.reactor.Scheduler`. Unit
-tests drive it with fakes of all three, so every fault path runs in microseconds. (A little
-over 400 lines, on purpose: the state machine's transitions read best in one place; a
-child's record, the seams and the index of idle teammates are in :mod:`supervisor.daemon.child`.)
+tests drive it with fakes of all three, so every fault path runs in microseconds. (Long on
+purpose: the transitions read best in one place; the seams are in :mod:`.child`.)
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ log = logging.getLogger("agentteams.supervisor")
 S = TeammateState
 READY_TIMEOUT = 30.0
 RETRY_AFTER = 0.5
+STAYS = "it stays a member, failed: restart it once that is mended, or shut it down"
 
 
 class Children:
@@ -95,12 +95,8 @@ class Children:
         except AgentTeamsError as exc:
             child.to(S.FAILED)
             child.last_exit = f"could not start: {exc.message}"
-            if on_ready is not None:
-                on_ready(
-                    None,
-                    f"{child.name} could not start: {exc.message} (it stays a member, failed: "
-                    "restart it once that is mended, or shut it down)",
-                )
+            if on_ready is not None:  # what is left, and how to go on
+                on_ready(None, f"{child.name} could not start: {exc.message} ({STAYS})")
             return
         child.pid = pid
         child.to(S.STARTING)
