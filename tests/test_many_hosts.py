@@ -210,6 +210,19 @@ def test_a_host_name_held_on_another_machine_is_refused_while_it_beats(
             joined.close()
 
 
+def test_down_stops_this_hosts_processes_while_the_engine_is_away(tmp_path: Path, engine: Engine) -> None:
+    with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
+        b.spawn("bee", prompt="")
+        supervisor, bee = b.supervisor_pid(), b.ps().teammates[0].pid
+        engine.kill()  # bee's isActive mark may be on its way: it must not hold the supervisor
+        try:
+            done = cli(b.root, "down", "many", "--engine", engine.url, timeout=20)
+            assert done.stdout.strip() == "team many is down here", done
+            assert not alive([supervisor or 0, bee or 0])
+        finally:
+            engine.start()
+
+
 def test_spawn_on_another_host_from_here(tmp_path: Path, engine: Engine) -> None:
     with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
         assert a.spawn("far", prompt="", host="hb") == "far"

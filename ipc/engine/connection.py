@@ -33,6 +33,17 @@ def retry_seconds() -> float:
     return float(env("AGENTTEAMS_ENGINE_RETRY", "120"))
 
 
+_leaving = False  # see leaving()
+
+
+def leaving() -> None:
+    """From now on a write while the server is away gives up at once, not after
+    :func:`retry_seconds`: a supervisor going down must not wait minutes for writes that
+    the other hosts make good when its lease runs out."""
+    global _leaving
+    _leaving = True
+
+
 class Connection:
     """``nc`` and ``js`` live on the bridge's loop; call them through :meth:`run`."""
 
@@ -106,12 +117,20 @@ class Connection:
     def run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
         return self.bridge.run(_wrap(coro), timeout)
 
+    def online(self) -> bool:
+        """Connected now (not reconnecting to a server that is away)."""
+        return self.nc is not None and self.nc.is_connected
+
     def retry(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
         """``attempt()`` until it succeeds; a server that is away (no responders, a timeout,
         the connection reconnecting) is waited for up to :func:`retry_seconds`."""
         deadline = time.monotonic() + retry_seconds()
         delay = 0.05
         while True:
+            if _leaving and not self.online():
+                raise TransportError(
+                    f"{what}: the engine at {self.url.shown} is away, and this process is going"
+                )
             try:
                 return self.bridge.run(_wrap(attempt()), REQUEST_TIMEOUT + 1)
             except (Timeout, TransportError) as exc:

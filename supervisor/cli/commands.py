@@ -14,10 +14,10 @@ import msgspec
 from ipc import operations as io
 from ipc import schemas, trust
 from ipc.config import scan_teams
-from ipc.errors import Conflict, InvalidInput
+from ipc.errors import Conflict, InvalidInput, TransportError
 from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
-from ipc.paths import resolve_root
+from ipc.paths import TeamPaths, resolve_root
 from ipc.readable import headline
 from ipc.schemas import LEAD_NAME
 from supervisor.cli.arguments import json_value
@@ -25,7 +25,7 @@ from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.send_commands import message_text
 from supervisor.cli.usage_commands import budget_while_spawning, cmd_budget, cmd_usage, set_budget_from
-from supervisor.client import busy, outsiders
+from supervisor.client import busy, launcher, outsiders
 from supervisor.client import operations as ops
 from supervisor.client.ps_claude import lead_verify_keys
 from supervisor.client.team import Team
@@ -102,7 +102,15 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    team = Team(args.team, root=args.root)  # a team whose config is damaged can still be stopped
+    try:
+        team = Team(args.team, root=args.root)  # a team whose config is damaged can still be stopped
+    except TransportError:  # its engine away or refusing us: what runs here stops all the same
+        paths = TeamPaths(args.root, args.team)
+        if launcher.supervisor_pid(paths) is None:
+            raise
+        launcher.stop(paths, args.grace, timeout=30.0)
+        emit(args, {"team": paths.team, "stopped": True}, f"team {paths.team} is down here")
+        return 0
     if not team.store.exists() and not team.is_up():
         team.store.read()  # NotFound
     was_up = team.is_up()

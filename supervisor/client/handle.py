@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -130,21 +129,10 @@ class TeamHandle:
     def down(self, grace: float = 5.0, timeout: float = 30.0) -> None:
         """Stop every teammate (protocol first, then signals) and the supervisor. Members
         stay in the team: ``up`` brings them back."""
-        if not 0 <= grace <= 86400:  # NaN too: the supervisor would be handed it as a deadline
-            raise InvalidInput(f"a grace of {grace:g} seconds; give 0 to 86400 (a day)")
-        pid = launcher.supervisor_pid(self.paths)
-        if pid is None:
-            self.close()
-            return
         try:
-            self.call(control.Down(id=control.new_id(), grace=grace), timeout=timeout)
-        except AgentTeamsError:
-            if pid > 0:
-                os.kill(pid, signal.SIGTERM)
-        self.close()
-        if pid > 0 and not launcher.wait_gone(pid, timeout, self._proc):
-            os.kill(pid, signal.SIGKILL)
-            launcher.wait_gone(pid, 5, self._proc)
+            launcher.stop(self.paths, grace, timeout, self._proc)
+        finally:
+            self.close()
         self._proc = None
 
     def status(self) -> TeamStatus:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
 
+from ipc import control
 from ipc.control import running_pid
-from ipc.errors import Conflict, NotRunning, SupervisorError
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotRunning, SupervisorError
 from ipc.launch import SupervisorOptions
 from ipc.osproc import pidfd_open
 from ipc.paths import TeamPaths
@@ -108,3 +110,27 @@ def require_running(paths: TeamPaths) -> int:
     if pid is None:
         raise NotRunning(f"team {paths.team!r} is not up; start it with 'agentteams up {paths.team}'")
     return pid
+
+
+def stop(paths: TeamPaths, grace: float, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Ask the team's supervisor to go down (its teammates by the protocol first, ``grace``
+    seconds each); signal it if it cannot be asked, kill it if it has not gone within
+    ``timeout``. Only this host's runtime files are needed: a team whose engine is away or
+    refuses us stops all the same."""
+    if not 0 <= grace <= 86400:  # NaN too: the supervisor would be handed it as a deadline
+        raise InvalidInput(f"a grace of {grace:g} seconds; give 0 to 86400 (a day)")
+    pid = supervisor_pid(paths)
+    if pid is None:
+        return
+    try:
+        client = control.ControlClient(paths.runtime_dir())
+        try:
+            client.call(control.Down(id=control.new_id(), grace=grace), timeout=timeout)
+        finally:
+            client.close()
+    except AgentTeamsError:
+        if pid > 0:
+            os.kill(pid, signal.SIGTERM)
+    if pid > 0 and not wait_gone(pid, timeout, proc):
+        os.kill(pid, signal.SIGKILL)
+        wait_gone(pid, 5, proc)

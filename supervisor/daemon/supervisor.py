@@ -403,6 +403,10 @@ class Supervisor:
     # ------------------------------------------------------------ down
 
     def _begin_down(self, grace: float) -> None:
+        if self.state.engine is not None:
+            from ipc.engine import connection
+
+            connection.leaving()  # an engine away now: the other hosts' leases make good what is not written
         self.children.stop_all(grace, self._finish_down)
 
     def _finish_down(self) -> None:

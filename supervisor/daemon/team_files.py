@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ipc import subagents, trust, worktrees
-from ipc.errors import AgentTeamsError, CorruptFile, NotFound
+from ipc.errors import AgentTeamsError, CorruptFile, NotFound, TransportError
 from ipc.launch import LaunchSpec
 from ipc.options import TeammateOptions, runs_claude_code
 from ipc.schemas import LEAD_NAME, Member, TeammateTerminated
@@ -51,7 +51,7 @@ class TeamFiles:
     def _config(self, what: str, change: Callable[[], object]) -> None:
         try:
             change()
-        except (CorruptFile, NotFound) as exc:
+        except AgentTeamsError as exc:  # damaged, gone, or its engine away while we go down
             log.error("could not record that %s in config.json: %s", what, exc.message)
 
     def add_member(self, options: TeammateOptions, cwd: str, color: str) -> Member:
@@ -117,7 +117,11 @@ class TeamFiles:
         return trust.key_bytes(key)
 
     def release(self, name: str, error: str = "") -> list[str]:
-        return self.state.tasks.release_owner(name, error=error)
+        try:
+            return self.state.tasks.release_owner(name, error=error)
+        except TransportError as exc:  # the engine away while we go down: the lease releases them
+            log.error("could not release %s's tasks: %s", name, exc.message)
+            return []
 
     def ended(self, name: str) -> None:
         self.router.ended(name)
@@ -159,6 +163,13 @@ class TeamFiles:
         """Write the marks waiting, in one locked write (none if nothing changes)."""
         marks, self._marks = self._marks, {}
         if not marks:
+            return
+        engine = self.state.engine
+        if engine is not None and not engine.conn.online():
+            # A write now would hold the supervisor's loop until the engine is back (minutes,
+            # with `down` unanswered): the marks wait, and are tried again in a moment.
+            self._marks = marks
+            self.later(MARK_EVERY_MAX, self.flush)
             return
         try:
             if all(set(m) == {"is_active"} for m in marks.values()):
