@@ -56,7 +56,7 @@ class Connection:
         self.bridge.run(self._connect(), CONNECT_TIMEOUT + 2)
 
     async def _connect(self) -> None:
-        import nats
+        from nats.aio.client import Client
 
         options: dict[str, Any] = {
             "servers": [self.url.server],
@@ -83,10 +83,17 @@ class Connection:
                 context.load_verify_locations(ca)
             options["tls"] = context
         self.errors: list[str] = []
+        client: Any = _tls_only() if self.url.tls else Client()
         try:
-            self.nc = await nats.connect(**options)
+            await client.connect(**options)
         except Exception as exc:  # NoServersError, OSError, an auth error: one line
+            if getattr(client, "offered", None) is False:
+                raise TransportError(
+                    f"the engine at {self.url.shown} does not offer TLS, so nothing was sent to it; "
+                    "give it a TLS certificate (engine start --config) or use nats:// where clear text will do"
+                ) from None
             raise TransportError(self._why(exc)) from None
+        self.nc = client
         self.nc.options["max_reconnect_attempts"] = -1
         self.js = self.nc.jetstream(timeout=REQUEST_TIMEOUT)
         self.connected.set()
@@ -171,6 +178,29 @@ async def _wrap(coro: Awaitable[T]) -> T:
         raise TransportError(f"the engine is not available ({type(exc).__name__})") from exc
     except OSError as exc:
         raise TransportError(f"the engine is not available ({exc})") from exc
+
+
+def _tls_only() -> Any:
+    """A client that goes over to TLS before it says anything, or hangs up. The server's INFO
+    line comes in clear text, and nats-py upgrades only when it asks to: a server without TLS,
+    or a man in the middle who drops the flag, would be sent the password in clear.
+    ``offered``: whether the last INFO offered TLS (None: none came)."""
+    from nats.aio.client import Client
+    from nats.errors import Error
+
+    class TlsOnly(Client):
+        offered: bool | None = None
+
+        async def _process_info(self, info: dict[str, Any], initial_connection: bool = False) -> None:
+            if initial_connection:  # every connect and reconnect; later INFOs are cluster news
+                self.offered = bool(info.get("tls_required") or info.get("tls_available"))
+                if not self.offered:
+                    raise Error("the server does not offer TLS")
+                # Offered but not required (allow_non_tls): nats-py would stay in clear text.
+                info["tls_required"] = self._server_info["tls_required"] = True
+            await super()._process_info(info, initial_connection)
+
+    return TlsOnly()
 
 
 _connections: dict[tuple[int, str], Connection] = {}
