@@ -10,8 +10,10 @@ import socket
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -25,7 +27,7 @@ from ipc.paths import TeamPaths
 from ipc.tasks import TaskList
 from ipc.team_state import TeamState
 from supervisor.client import engine_server
-from tests.engine_helpers import Engine, running_engine
+from tests.engine_helpers import Engine, free_port, running_engine
 from tests.runtime_helpers import cli
 
 
@@ -251,6 +253,51 @@ def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
         engine_team.close_all()
 
 
+def test_the_engine_password_is_in_a_private_file_not_on_its_command_line(tmp_path: Path) -> None:
+    # It was passed as --pass PASSWORD: in ps, for every user of the machine to read.
+    root = tmp_path / "root"
+    root.mkdir()
+    port, monitor = free_port(), free_port()
+    mine = tmp_path / "mine.conf"
+    mine.write_text(f"http_port: {monitor}\n")  # the user's own file still counts, with ours
+    password = 's3"cr$t'
+    args = ("--port", str(port), "--user", "ann", "--password", password, "--config", str(mine))
+    started = json.loads(cli(root, "engine", "start", "--detach", *args, "--json").stdout)
+    try:
+        cmdline = Path(f"/proc/{started['pid']}/cmdline").read_bytes()
+        assert b"s3" not in cmdline and b"--pass" not in cmdline, cmdline
+        private = root / "engine" / engine_server.AUTH_CONFIG
+        assert private.stat().st_mode & 0o777 == 0o600
+        url = f"nats://ann:{quote(password, safe='')}@127.0.0.1:{port}"
+        cli(root, "team", "create", "locked", "--engine", url)
+        wrong = f"nats://ann:s3cret@127.0.0.1:{port}"
+        assert (
+            "refused the credentials"
+            in cli(root, "task", "list", "other", "--engine", wrong, ok=False).stderr
+        )
+        with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/varz", timeout=5) as answer:
+            assert json.load(answer)["port"] == port
+    finally:
+        cli(root, "engine", "stop")
+    # Started again without a password, the server is open and the old one is not kept.
+    started = cli(root, "engine", "start", "--detach", "--port", str(port))
+    cli(root, "engine", "stop")
+    assert not private.exists() and started.stderr == ""
+
+
+def test_an_engine_others_can_reach_without_a_password_says_so_loudly(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    port = free_port()
+    started = cli(root, "engine", "start", "--detach", "--listen", "0.0.0.0", "--port", str(port))
+    cli(root, "engine", "stop")
+    assert started.stderr == (
+        "agentteams: warning: the engine listens on 0.0.0.0, not only this machine, with no "
+        f"--user/--password: anyone who can reach port {port} can run commands as the team (plain "
+        "TCP: give --user and --password, and TLS in --config, to cross a network)\n"
+    )
+
+
 def test_an_engine_on_every_interface_says_so_and_the_url_to_use_here(tmp_path: Path) -> None:
     """``--listen 0.0.0.0`` reported nats://127.0.0.1:PORT alone, as if only this machine could
     connect."""
@@ -258,14 +305,15 @@ def test_an_engine_on_every_interface_says_so_and_the_url_to_use_here(tmp_path: 
     root.mkdir()
     port = Engine(tmp_path).port
     args = ("--listen", "0.0.0.0", "--port", str(port), "--user", "ann", "--password", "s3cret")
-    started = cli(root, "engine", "start", "--detach", *args).stdout
+    started = cli(root, "engine", "start", "--detach", *args)
     try:
         said = (
             f"listening on 0.0.0.0 port {port} (every interface: other hosts use "
             f"nats://{socket.gethostname()}:{port}); clients on this machine use nats://127.0.0.1:{port} "
             "(with USER:PASSWORD@ in the URL)"
         )
-        assert said in started and "s3cret" not in started
+        assert said in started.stdout and "s3cret" not in started.stdout
+        assert started.stderr == ""  # with a password: no warning
         assert said in cli(root, "engine", "status").stdout
     finally:
         cli(root, "engine", "stop")

@@ -4,7 +4,9 @@ lives on (:mod:`supervisor.client.engine_server`)."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 
 from supervisor.cli import exits
@@ -23,7 +25,12 @@ def add_parser(cmd: Callable[..., argparse.ArgumentParser], sub: argparse._SubPa
     )
     start.add_argument("--user", default="", help="require this user (with --password) from every client")
     start.add_argument("--password", default="")
-    start.add_argument("--config", default="", help="a nats-server configuration file (TLS, accounts, …)")
+    start.add_argument(
+        "--config",
+        default="",
+        help="a nats-server configuration file (TLS, accounts, …); with --user, a private file "
+        "in the data directory includes it and then sets that user and password",
+    )
     start.add_argument("--detach", action="store_true", help="run in the background")
     for name, help in (("stop", "stop the engine"), ("status", "is the engine running, and where")):
         verb = cmd(engine_sub, name, help)
@@ -35,6 +42,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     if args.engine_command == "start":
 
         def announce(record: engine_server.EngineServer) -> None:  # once every check passed
+            warn_if_open(record, args.config)
             if not args.json:
                 print(f"engine {where(record)}, data in {data} (Ctrl-C stops it)", flush=True)
 
@@ -48,6 +56,8 @@ def cmd_engine(args: argparse.Namespace) -> int:
             detach=args.detach,
             announce=announce,
         )
+        if args.detach:
+            warn_if_open(server, args.config)
         emit(args, server, f"engine started (pid {server.pid}), {where(server)}, data in {server.data}")
     elif args.engine_command == "stop":
         server = engine_server.stop(data)
@@ -59,6 +69,29 @@ def cmd_engine(args: argparse.Namespace) -> int:
             return exits.ERROR  # a script's `engine status || engine start`; 3 is a failed task
         emit(args, running, f"engine running (pid {running.pid}), {where(running)}, data in {running.data}")
     return 0
+
+
+def warn_if_open(server: engine_server.EngineServer, config: str) -> None:
+    """An engine other machines can reach, with no password: said loudly, as ``serve`` does."""
+    if server.auth or _loopback(server.listen):
+        return
+    unless = f" (unless {config} sets authorization)" if config else ""
+    print(
+        f"agentteams: warning: the engine listens on {server.listen or '*'}, not only this machine, with "
+        f"no --user/--password{unless}: anyone who can reach port {server.port} can run commands as the "
+        "team (plain TCP: give --user and --password, and TLS in --config, to cross a network)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _loopback(listen: str) -> bool:
+    if listen == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(listen.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a wildcard ("") or a name of this machine others may resolve
 
 
 def where(server: engine_server.EngineServer) -> str:

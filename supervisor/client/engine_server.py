@@ -26,6 +26,7 @@ from ipc.storage import atomic_write, ensure_dir, read_bytes
 
 DEFAULT_PORT = 4222
 RECORD = "agentteams-engine.json"
+AUTH_CONFIG = "agentteams-auth.conf"
 START_TIMEOUT = 15.0
 WILDCARDS = ("0.0.0.0", "::", "")  # every interface
 
@@ -86,14 +87,37 @@ def status(data: Path) -> EngineServer | None:
     return server if _alive(server.pid) else None
 
 
-def _argv(data: Path, listen: str, port: int, user: str, password: str, config: str) -> list[str]:
+def _argv(data: Path, listen: str, port: int, config: str) -> list[str]:
     argv = [str(server_binary()), "-js", "-sd", str(data / "jetstream"), "-a", listen, "-p", str(port)]
     argv += ["-l", str(data / "nats-server.log")]
-    if user:
-        argv += ["--user", user, "--pass", password]
     if config:
         argv += ["-c", config]
     return argv
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a string of nats-server's configuration language (no \\u escapes there)."""
+    escaped = "".join(
+        "\\" + ch if ch in '"\\' else f"\\x{ord(ch):02x}" if ord(ch) < 32 or ord(ch) == 127 else ch
+        for ch in text
+    )
+    return f'"{escaped}"'
+
+
+def _auth_config(data: Path, user: str, password: str, config: str) -> str:
+    """The configuration file to give nats-server: the user's ``config`` as it is, or, with a
+    user and password, a private file in ``data`` that includes it and sets them. On the
+    command line they were in ``ps`` for every local user to read."""
+    path = data / AUTH_CONFIG
+    if not user:
+        path.unlink(missing_ok=True)  # a password from an earlier start: not left lying about
+        return config
+    lines = []
+    if config:  # include takes a path relative to the including file
+        lines.append(f"include {_quoted(os.path.relpath(Path(config).resolve(), data.resolve()))}")
+    lines.append(f"authorization {{\n  user: {_quoted(user)}\n  password: {_quoted(password)}\n}}")
+    atomic_write(path, ("\n".join(lines) + "\n").encode())  # mode 0600
+    return str(path)
 
 
 def _check(port: int, listen: str, user: str, password: str) -> None:
@@ -141,7 +165,7 @@ def start(
     if _port_open(listen, port):
         raise Conflict(f"port {port} is taken on {listen}; pick another with --port")
     ensure_dir(data)
-    argv = _argv(data, listen, port, user, password, config)
+    argv = _argv(data, listen, port, _auth_config(data, user, password, config))
     log = data / "nats-server.log"
     if not detach:
         record = EngineServer(
