@@ -28,7 +28,7 @@ from ipc.tasks import TaskList
 from ipc.team_state import TeamState
 from supervisor.client import engine_server
 from tests.engine_helpers import Engine, free_port, running_engine
-from tests.runtime_helpers import cli
+from tests.runtime_helpers import cli, nothing_left_under
 
 
 @pytest.fixture
@@ -251,6 +251,44 @@ def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
         err = cli(root, "task", "list", "locked2", "--engine", wrong, ok=False).stderr
         assert "refused the credentials" in err and "s3cret" not in err and "nope" not in err
         engine_team.close_all()
+
+
+def test_an_engine_url_given_wins_over_the_remembered_one_and_up_remembers_it(tmp_path: Path) -> None:
+    # The remembered URL came first: with the engine's password changed, --engine and
+    # $AGENTTEAMS_ENGINE were ignored, and up wrote the old URL back.
+    root = tmp_path / "root"
+    root.mkdir()
+    engine = Engine(tmp_path / "engine", user="ann", password="old")
+    engine.start()
+    try:
+        old = engine.url
+        cli(root, "team", "create", "t", "--engine", old)
+        cli(root, "task", "create", "t", "kept")
+        engine.stop()
+        engine.password = "new"
+        engine.start()  # the same data: the same team, now behind another password
+        assert "refused the credentials" in cli(root, "task", "list", "t", ok=False).stderr
+        listed = cli(root, "task", "list", "t", "--engine", engine.url, "--json").stdout
+        assert [t["subject"] for t in json.loads(listed)] == ["kept"]
+        env = {**os.environ, "AGENTTEAMS_ENGINE": engine.url}
+        by_env = subprocess.run(
+            [sys.executable, "-m", "supervisor.cli", "task", "list", "t", "--root", str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert by_env.returncode == 0 and "kept" in by_env.stdout, by_env.stderr
+        assert marker.read(TeamPaths(root, "t")) == marker.Link(old, marker.default_host(), remembered=True)
+        cli(root, "up", "t", "--engine", engine.url, "--host-name", "here")
+        cli(root, "down", "t")
+        remembered = json.loads((root / "teams" / "t" / marker.MARKER).read_bytes())
+        assert remembered == {"url": engine.url, "host": "here"}
+        assert "kept" in cli(root, "task", "list", "t").stdout
+    finally:
+        engine.stop()
+        engine_team.close_all()
+    nothing_left_under(root)
 
 
 def test_the_engine_password_is_in_a_private_file_not_on_its_command_line(tmp_path: Path) -> None:

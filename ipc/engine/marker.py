@@ -31,7 +31,7 @@ class Link:
 
     url: str
     host: str
-    remembered: bool = False  # from the root's marker (else from --engine / the environment)
+    remembered: bool = False  # the root's marker holds this URL (else --engine / the environment gave it)
 
 
 def default_host() -> str:
@@ -45,19 +45,26 @@ def host_name(name: str) -> str:
 
 
 def read(paths: TeamPaths) -> Link | None:
-    """The engine this root knows the team by; else ``$AGENTTEAMS_ENGINE`` for a team this
-    root has no files of; else None (a team of files)."""
+    """The engine the team is on: ``--engine`` / ``$AGENTTEAMS_ENGINE`` when given (a moved
+    engine, a changed password), as the host this root remembers if it remembers the team;
+    else the engine this root remembers; else None (a team of files). A team this root has
+    files of and no memory of an engine stays files, whatever the environment says."""
     data = read_bytes(paths.team_dir / MARKER)
+    kept: Link | None = None
     if data is not None:
         try:
             found = msgspec.json.decode(data, type=_Marker)
-            return Link(url=found.url, host=found.host or default_host(), remembered=True)
+            kept = Link(url=found.url, host=found.host or default_host(), remembered=True)
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass  # a damaged marker: fall through to the environment, never to files blindly
     url = from_env()
-    if not url or (data is None and paths.config.exists()):
-        return None
+    if not url:
+        return kept
     parse(url)  # a bad URL is an error now, not a team of files
+    if kept is not None:
+        return Link(url=url, host=kept.host, remembered=url == kept.url)
+    if data is None and paths.config.exists():
+        return None
     return Link(url=url, host=default_host())
 
 
