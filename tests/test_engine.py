@@ -28,7 +28,7 @@ from ipc.tasks import TaskList
 from ipc.team_state import TeamState
 from supervisor.client import engine_server
 from tests.engine_helpers import Engine, free_port, running_engine
-from tests.runtime_helpers import cli, nothing_left_under
+from tests.runtime_helpers import cli, files, nothing_left_under
 
 
 @pytest.fixture
@@ -288,6 +288,33 @@ def test_an_engine_url_given_wins_over_the_remembered_one_and_up_remembers_it(tm
     finally:
         engine.stop()
         engine_team.close_all()
+    nothing_left_under(root)
+
+
+def test_a_damaged_engine_marker_is_one_line_naming_it_and_changes_nothing(
+    tmp_path: Path, engine: Engine
+) -> None:
+    # It turned the team into a team of this root's files, silently: up started a supervisor
+    # of files, and a task went to a task list no other host reads.
+    root = tmp_path / "root"
+    root.mkdir()
+    cli(root, "team", "create", "t", "--engine", engine.url)
+    cli(root, "up", "t")  # leaves this host's mirror of the team's files
+    cli(root, "down", "t")
+    kept = root / "teams" / "t" / marker.MARKER
+    for damage in (b'{"url": ', b'{"url": "http://h:1"}'):
+        kept.write_bytes(damage)
+        before = files(root)
+        for argv in (("task", "list", "t"), ("task", "create", "t", "x"), ("up", "t"), ("ps", "t")):
+            err = cli(root, *argv, ok=False).stderr
+            assert f"{kept}: not a valid engine marker" in err and "give --engine URL" in err, err
+        assert files(root) == before
+        cli(root, "team", "create", "plain")
+        every = cli(root, "ps")  # the other teams still shown, the damaged one named
+        assert f"{kept}: not a valid engine marker" in every.stderr and "plain" in every.stdout
+        cli(root, "team", "delete", "plain")
+        # Given the URL, the team is found in the engine.
+        assert "no tasks" in cli(root, "task", "list", "t", "--engine", engine.url).stdout
     nothing_left_under(root)
 
 

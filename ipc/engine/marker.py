@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ipc.engine.url import from_env, parse
+from ipc.errors import CorruptFile, InvalidInput
 from ipc.paths import TeamPaths
 from ipc.storage import atomic_write, ensure_dir, read_bytes
 
@@ -49,23 +50,32 @@ def read(paths: TeamPaths) -> Link | None:
     engine, a changed password), as the host this root remembers if it remembers the team;
     else the engine this root remembers; else None (a team of files). A team this root has
     files of and no memory of an engine stays files, whatever the environment says."""
-    data = read_bytes(paths.team_dir / MARKER)
+    path = paths.team_dir / MARKER
+    data = read_bytes(path)
+    url = from_env()
+    if url:
+        parse(url)  # a bad URL is an error now, not a team of files
     kept: Link | None = None
     if data is not None:
         try:
             found = msgspec.json.decode(data, type=_Marker)
+            parse(found.url)
             kept = Link(url=found.url, host=found.host or default_host(), remembered=True)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            pass  # a damaged marker: fall through to the environment, never to files blindly
-    url = from_env()
+        except (msgspec.DecodeError, msgspec.ValidationError, InvalidInput) as exc:
+            if not url:  # never a team of files by accident: its tasks would go where no host looks
+                detail = exc.message if isinstance(exc, InvalidInput) else str(exc)
+                raise CorruptFile(
+                    path,
+                    f"not a valid engine marker ({detail}); give --engine URL, or repair the file "
+                    "(or remove it if the team is not on an engine)",
+                ) from None
     if not url:
         return kept
-    parse(url)  # a bad URL is an error now, not a team of files
     if kept is not None:
         return Link(url=url, host=kept.host, remembered=url == kept.url)
     if data is None and paths.config.exists():
         return None
-    return Link(url=url, host=default_host())
+    return Link(url=url, host=default_host())  # a damaged marker: up --engine rewrites it
 
 
 def remember(paths: TeamPaths, url: str, host: str) -> None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from ipc.config import scan_teams
 from ipc.engine import marker as engine_marker
-from ipc.errors import AgentTeamsError, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, CorruptFile, InvalidInput, NotFound
 from ipc.osproc import command_line_args
 from ipc.paths import TeamPaths, resolve_root
 from ipc.process_tree import MateTree as MateTree
@@ -338,6 +338,10 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
             teams.append(handles.get(n) or TeamHandle(n, root))
         except InvalidInput as exc:  # a stray folder whose name no team has: named, not fatal
             problems.append(f"{teams_dir}: {exc.message}")
+        except CorruptFile as exc:  # a damaged engine marker: named, the other teams still shown
+            if team_name is not None:
+                raise
+            problems.append(exc.message)
     statuses = {t.name: _status(t) for t in teams}
     kids = process_table()
     prime([p for s in statuses.values() if s for p in _pids(s, kids, shown(s, rows))])
