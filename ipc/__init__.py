@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ipc.config import TeamConfigStore, list_teams
+    from ipc.config import TeamConfigStore
     from ipc.errors import (
         AgentTeamsError,
         Conflict,
@@ -35,10 +35,11 @@ if TYPE_CHECKING:
     from ipc.replies import TeammateStatus, TeamStatus
     from ipc.task_rules import ClaimResult, claim_prompt
     from ipc.tasks import TaskList
+    from ipc.team_list import list_teams
 
 _HOME = {
     "TeamConfigStore": "ipc.config",
-    "list_teams": "ipc.config",
+    "list_teams": "ipc.team_list",
     "AgentTeamsError": "ipc.errors",
     "Conflict": "ipc.errors",
     "CorruptFile": "ipc.errors",

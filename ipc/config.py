@@ -26,7 +26,6 @@ from ipc.paths import TeamPaths, agent_id, color_for, normalise_agent_name
 from ipc.preserve import Merges, merged, read_object
 from ipc.schemas import BACKEND_TYPE, COLORS, LEAD_AGENT_TYPE, LEAD_NAME, Member, TeamConfig, dump_json
 from ipc.storage import FileKey, atomic_write, ensure_dir, file_key, read_bytes, read_settled_bytes
-from ipc.team_list import list_teams, scan_teams
 
 _decoder = msgspec.json.Decoder(TeamConfig)
 T = TypeVar("T")
@@ -441,4 +440,4 @@ def _make_lead_key(paths: TeamPaths) -> None:
 
 trust.keyring.make_lead = _make_lead_key
 
-__all__ = ["TeamConfigStore", "encode_config", "file_key", "list_teams", "scan_teams", "UNSET"]
+__all__ = ["TeamConfigStore", "encode_config", "file_key", "UNSET"]

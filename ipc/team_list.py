@@ -1,5 +1,6 @@
-"""The teams under a root: every ``teams/*/config.json`` that parses, and a line for each
-that does not."""
+"""The teams under a root: every ``teams/*/config.json`` that parses, every team on an
+engine this root remembers (``teams/*/engine.json``: its config read from the engine until
+this host joins and mirrors it), and a line for each that cannot be read."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import os
 import msgspec
 
 from ipc.boundary import decode_errors
-from ipc.errors import CorruptFile
-from ipc.paths import resolve_root
+from ipc.engine.marker import MARKER
+from ipc.errors import AgentTeamsError, CorruptFile
+from ipc.paths import TeamPaths, resolve_root
 from ipc.schemas import TeamConfig
 from ipc.storage import read_bytes
 
@@ -32,6 +34,8 @@ def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], l
     for entry in sorted(teams_dir.iterdir()):
         data = read_bytes(entry / "config.json") if entry.is_dir() else None
         if data is None:
+            if entry.is_dir() and (entry / MARKER).exists():
+                _from_engine(root, entry.name, found, problems)
             continue
         try:
             with decode_errors(entry / "config.json", "team config"):
@@ -39,3 +43,22 @@ def scan_teams(root: str | os.PathLike[str] | None) -> tuple[list[TeamConfig], l
         except CorruptFile as exc:
             problems.append(exc.message)
     return found, problems
+
+
+def _from_engine(
+    root: str | os.PathLike[str] | None, name: str, found: list[TeamConfig], problems: list[str]
+) -> None:
+    """A team this root made in the engine, or was told of, before this host joined it (no
+    mirror of its files yet): its config, from the engine."""
+    from ipc.team_state import TeamState  # the engine's stores, loaded only for such a team
+
+    try:
+        state = TeamState(TeamPaths(root, name))
+        try:
+            found.append(state.config.read())
+        finally:
+            state.close()
+    except CorruptFile as exc:  # a damaged marker names itself
+        problems.append(exc.message)
+    except AgentTeamsError as exc:  # an engine away, a team no longer there
+        problems.append(f"team {name}: {exc.message}")

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ipc import Conflict, NotFound, TeamConfigStore
-from ipc.config import list_teams
 from ipc.errors import CorruptFile, InvalidInput
+from ipc.team_list import list_teams
 
 
 def test_create_writes_the_lead(root: Path) -> None:

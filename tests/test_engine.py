@@ -318,6 +318,27 @@ def test_a_damaged_engine_marker_is_one_line_naming_it_and_changes_nothing(
     nothing_left_under(root)
 
 
+def test_engine_teams_this_root_made_are_listed_before_it_joins(tmp_path: Path, engine: Engine) -> None:
+    # team list and ps skipped a team folder with engine.json and no config.json: a team
+    # created in the engine from this root was not listed until this host ran up.
+    root = tmp_path / "root"
+    root.mkdir()
+    cli(root, "team", "create", "far", "--engine", engine.url, "--description", "over there")
+    cli(root, "team", "create", "plain")
+    assert not (root / "teams" / "far" / "config.json").exists()
+    listed = cli(root, "team", "list")
+    assert listed.stdout == "far\t0 teammate(s)\tover there\nplain\t0 teammate(s)\t\n", listed
+    assert [t["name"] for t in json.loads(cli(root, "team", "list", "--json").stdout)] == ["far", "plain"]
+    shown = cli(root, "ps").stdout
+    assert f"far: not up on {marker.default_host()}\n" in shown and "plain: not up\n" in shown
+    engine.stop()  # an engine away: named, the other teams still listed
+    away = cli(root, "team", "list")
+    assert away.stdout == "plain\t0 teammate(s)\t\n"
+    assert "team far: cannot reach the engine at" in away.stderr
+    away = cli(root, "ps")
+    assert "plain: not up" in away.stdout and away.stderr.count("team far: cannot reach the engine") == 1
+
+
 def test_the_engine_password_is_in_a_private_file_not_on_its_command_line(tmp_path: Path) -> None:
     # It was passed as --pass PASSWORD: in ps, for every user of the machine to read.
     root = tmp_path / "root"

@@ -13,13 +13,13 @@ import msgspec
 
 from ipc import operations as io
 from ipc import schemas, trust
-from ipc.config import scan_teams
 from ipc.errors import Conflict, InvalidInput, TransportError
 from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
 from ipc.paths import TeamPaths, resolve_root
 from ipc.readable import headline
 from ipc.schemas import LEAD_NAME
+from ipc.team_list import scan_teams
 from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import psutil  # imported where used: a command that does not look at processes skips it
 
-from ipc.config import scan_teams
 from ipc.engine import marker as engine_marker
 from ipc.errors import AgentTeamsError, CorruptFile, InvalidInput, NotFound
 from ipc.osproc import command_line_args
@@ -27,6 +26,7 @@ from ipc.process_tree import ThreadInfo as ThreadInfo
 from ipc.replies import TeamStatus
 from ipc.schemas import Task
 from ipc.tasks import TaskList
+from ipc.team_list import scan_teams
 from ipc.usage import team_usage
 from supervisor.client import busy, launcher
 from supervisor.client.handle import TeamHandle
@@ -304,9 +304,14 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
     ``rows``: read in full only the teammates a view of that many rows shows."""
     configs, problems = scan_teams(root)
     teams_dir = resolve_root(root) / "teams"
-    # Every team with a config file, also one that does not parse: its processes still show.
+    # Every team with a config file, also one that does not parse: its processes still show;
+    # and every team on an engine this root remembers, also before this host has joined it.
     names = (
-        sorted(p.name for p in teams_dir.iterdir() if (p / "config.json").exists())
+        sorted(
+            p.name
+            for p in teams_dir.iterdir()
+            if (p / "config.json").exists() or (p / engine_marker.MARKER).exists()
+        )
         if teams_dir.is_dir()
         else []
     )
@@ -338,10 +343,12 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
             teams.append(handles.get(n) or TeamHandle(n, root))
         except InvalidInput as exc:  # a stray folder whose name no team has: named, not fatal
             problems.append(f"{teams_dir}: {exc.message}")
-        except CorruptFile as exc:  # a damaged engine marker: named, the other teams still shown
+        except AgentTeamsError as exc:  # a damaged marker, an engine away: named, the others shown
             if team_name is not None:
                 raise
-            problems.append(exc.message)
+            line = exc.message if isinstance(exc, CorruptFile) else f"team {n}: {exc.message}"
+            if line not in problems:  # scan_teams may have named it already
+                problems.append(line)
     statuses = {t.name: _status(t) for t in teams}
     kids = process_table()
     prime([p for s in statuses.values() if s for p in _pids(s, kids, shown(s, rows))])

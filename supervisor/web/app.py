@@ -24,10 +24,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ipc import operations as io
-from ipc.config import scan_teams
 from ipc.errors import AgentTeamsError, InvalidInput, internal_error_line
 from ipc.paths import normalise_team_name
 from ipc.schemas import LEAD_NAME
+from ipc.team_list import scan_teams
 from supervisor.client.body_limit import BodyLimit
 from supervisor.client.handle import Root, TeamHandle
 from supervisor.client.operations import Operation
