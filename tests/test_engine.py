@@ -410,9 +410,20 @@ def test_a_refused_foreground_start_prints_no_banner(tmp_path: Path) -> None:
     # then the refusal, as if the engine ran.
     root = tmp_path / "root"
     root.mkdir()
-    for bad in (["--port", "0"], ["--user", "ann"]):
-        refused = cli(root, "engine", "start", *bad, ok=False)
-        assert refused.stdout == "" and not (root / "engine").exists(), refused.stdout
+    broken = tmp_path / "broken.conf"
+    broken.write_text("port: \n")
+    missing = ["--config", str(tmp_path / "nonexistent.conf")]  # it left an empty ROOT/engine
+    for bad in (["--port", "0"], ["--user", "ann"], missing, ["--config", str(broken)]):
+        for detach in ([], ["--detach"]):
+            refused = cli(root, "engine", "start", *bad, *detach, ok=False)
+            assert refused.stdout == "" and not (root / "engine").exists(), refused.stdout
+    said = cli(root, "engine", "start", *missing, ok=False).stderr
+    assert (
+        said
+        == f"agentteams: error: --config {missing[1]} is not a file; give a nats-server configuration file\n"
+    )
+    said = cli(root, "engine", "start", "--config", str(broken), ok=False).stderr
+    assert f"--config {broken}: Parse error on line 2" in said and "-t' checks it" in said, said
 
 
 def test_server_binary_comes_from_the_wheel() -> None:

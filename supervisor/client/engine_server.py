@@ -133,6 +133,23 @@ def _check(port: int, listen: str, user: str, password: str) -> None:
         ) from None
 
 
+def _check_config(config: str) -> None:
+    """The user's configuration file as nats-server reads it, before anything is made: a
+    server that cannot start left an empty data directory behind."""
+    if not config:
+        return
+    if not os.path.isfile(config):
+        raise InvalidInput(f"--config {config} is not a file; give a nats-server configuration file")
+    tried = subprocess.run(
+        [str(server_binary()), "-c", config, "-t"], capture_output=True, text=True, timeout=30
+    )
+    if tried.returncode != 0:
+        said = (tried.stderr + tried.stdout).strip().splitlines() or ["nats-server refused it"]
+        raise InvalidInput(
+            f"--config {config}: {said[-1].removeprefix('nats-server: ')}; fix it ('nats-server -c FILE -t' checks it)"
+        )
+
+
 def _port_open(listen: str, port: int) -> bool:
     host = "127.0.0.1" if listen in ("0.0.0.0", "") else ("::1" if listen == "::" else listen)
     try:
@@ -157,6 +174,7 @@ def start(
     connections; else this process becomes the server and this returns only on error, after
     ``announce`` is called with its record once every check passed)."""
     _check(port, listen, user, password)
+    _check_config(config)
     running = status(data)
     if running is not None:
         raise Conflict(
