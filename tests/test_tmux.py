@@ -69,6 +69,8 @@ def test_a_teammate_in_a_pane_shows_its_turns_and_its_pane_goes_with_it(root: Pa
         assert session == ipc_tmux.session_name(team.paths.runtime_dir()) and session.startswith(
             "agentteams-t-"
         )
+        # Its environment (an API key, maybe) came through a private file, not left behind.
+        assert not (team.paths.runtime_dir() / "panes" / "alice.env").exists()
         do_task(team, "alice", "echo hello-from-a-pane")
         wait_for(lambda: "hello-from-a-pane" in tmux(server, "capture-pane", "-p", "-t", pane))
         shown = tmux(server, "capture-pane", "-p", "-t", pane)

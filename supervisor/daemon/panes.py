@@ -146,7 +146,9 @@ class Panes:
         atomic_write(env_file, "".join(lines).encode())
         teammate = shlex.join([sys.executable, "-m", TEAMMATE_MODULE, *spec.to_argv()])
         log_file = shlex.quote(str(self.log_path(spec)))
-        script = f"umask 077; set -a; . {shlex.quote(str(env_file))}; set +a; exec {teammate} 2>>{log_file}"
+        # Read once, then removed: it may hold an API key (a restart writes it again).
+        source = shlex.quote(str(env_file))
+        script = f"umask 077; set -a; . {source}; set +a; rm -f {source}; exec {teammate} 2>>{log_file}"
         return ["/bin/sh", "-c", script]
 
     def _new_pane(self, spec: LaunchSpec, argv: list[str]) -> tuple[str, int]:
