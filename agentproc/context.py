@@ -90,6 +90,12 @@ class AgentContext:
         return self.spec.agent_name
 
     @property
+    def in_plan_mode(self) -> bool:
+        """Read-only until a plan is approved: plan mode required or entered, or the
+        permission mode ``plan`` (set at spawn or by ``agentteams mode``)."""
+        return self.plan_mode or self.permission_mode == "plan"
+
+    @property
     def color(self) -> str:
         return self.spec.agent_color
 

@@ -134,7 +134,7 @@ class ModePolicy:
     def offered(self, ctx: AgentContext, tools: list[Tool[Any]]) -> list[Tool[Any]]:
         if ctx.permission_mode == "delegate":
             return [t for t in tools if t.kind == "coordination"]
-        if ctx.plan_mode or ctx.permission_mode == "plan":
+        if ctx.in_plan_mode:
             return [t for t in tools if t.kind in ("coordination", "read")]
         return tools
 
@@ -161,7 +161,7 @@ class ModePolicy:
             return Decision(
                 "deny", f"in delegate mode the lead only coordinates: a teammate runs {tool.name}"
             )
-        if ctx.plan_mode or ctx.permission_mode == "plan":
+        if ctx.in_plan_mode:
             if tool.kind != "read":
                 return Decision(
                     "deny",

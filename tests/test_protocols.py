@@ -32,6 +32,18 @@ def test_plan_mode_auto_policy_approves_with_the_lead_mode(root: Path) -> None:
         assert (root / "made.txt").exists()
 
 
+def test_the_permission_mode_plan_plans_too(root: Path) -> None:
+    # Not required at spawn but put in plan mode by `mode`: read-only until a plan is approved.
+    with running_team(root, plan_approval="auto") as team:
+        team.spawn("planner", prompt="p")
+        cli(root, "mode", "t", "planner", "plan")
+        task = team.tasks.create("Make a file", metadata={"command": "touch made.txt"}, owner="planner")
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+        (request,) = bodies(team, "team-lead", PlanApprovalRequest)
+        assert "touch made.txt" in request.plan_content
+        assert (root / "made.txt").exists()
+
+
 def test_plan_mode_lead_policy_rejects_then_approves_the_revision(root: Path) -> None:
     with running_team(root, plan_approval="lead") as team:
         team.spawn("planner", prompt="p", plan_mode_required=True)

@@ -117,7 +117,7 @@ class OfflineModel:
         tools.ctx.current_task = task_id
         metadata = task.get("metadata") or {}
         command = metadata.get("command")
-        if tools.ctx.plan_mode and not self._plan_approved(task, command, tools):
+        if tools.ctx.in_plan_mode and not self._plan_approved(task, command, tools):
             return TurnOutcome()
         output = ""
         if command:

@@ -73,7 +73,7 @@ def _agent(ctx: AgentContext, args: AgentInput) -> str:
             args.run_in_background or resolve_agent_type(agent_type, ctx.cwd, ctx.spec.agents).background
         )
         permission_mode, _ = _permission(args.mode)
-        if ctx.plan_mode or ctx.permission_mode == "plan":
+        if ctx.in_plan_mode:
             permission_mode = "plan"  # a helper of a planning agent plans too: read-only
         elif ctx.permission_mode == "bypassPermissions":
             permission_mode = "bypassPermissions"  # as Claude Code: a definition cannot narrow it

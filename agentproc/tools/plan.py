@@ -22,7 +22,7 @@ def plan_timeout() -> float:
 
 def _exit_plan_mode(ctx: AgentContext, args: ExitPlanModeInput) -> str:
     plan = args.plan
-    if not ctx.plan_mode:
+    if not ctx.in_plan_mode:
         return "User has approved exiting plan mode"  # idempotent, as Claude Code
     ms = now_ms()
     request_id = plan_request_id(ctx.name, ctx.team, ms)
@@ -66,7 +66,7 @@ EXIT_PLAN_MODE = Tool("ExitPlanMode", ExitPlanModeInput, _exit_plan_mode, kind="
 
 
 def _enter_plan_mode(ctx: AgentContext, args: EnterPlanModeInput) -> str:
-    if ctx.plan_mode:
+    if ctx.in_plan_mode:
         return "Already in plan mode."
     ctx.plan_mode = True  # ExitPlanMode's approved plan ends it
     return (
