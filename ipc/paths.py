@@ -249,6 +249,10 @@ class TeamPaths:
         logs = self.runtime_path()
         return logs / "supervisor.log" if not agent else logs / "logs" / f"{normalise_agent_name(agent)}.log"
 
+    def host_log(self) -> Path:
+        """The log of the team's in-process host: its teammates' lines, each tagged with its name."""
+        return self.runtime_path() / "logs" / "in-process-host.log"
+
 
 def remove_runtime_dirs(under: Path) -> None:
     """Remove the runtime directories of the teams whose state root is ``under`` or inside it

@@ -124,6 +124,20 @@ def test_stopped_in_a_command_its_task_goes_back_unfailed_as_a_process_teammates
     assert not any("failed" in text for text in told), told
 
 
+def test_logs_of_an_in_process_teammate_are_its_lines_of_the_hosts_log(root: Path) -> None:
+    with running_team(root, teammate_mode="in-process") as team:
+        team.spawn("ann", prompt="Work.")
+        team.spawn("ben", prompt="Work.")
+        team.tasks.create("hang", "sleep", metadata={"command": "sleep 600"}, owner="ann")
+        wait_for(lambda: team.status().teammate("ann").state == "running")  # type: ignore[union-attr]
+        team.shutdown("ann", force=True, grace=1)  # the host logs that ann's turn ended there
+        shown = wait_for(
+            lambda: "stopped during Bash" in (out := cli(root, "logs", "t", "ann").stdout) and out
+        )
+        assert all(" ann " in line for line in shown.splitlines() if line[:2] == "20"), shown
+        assert "stopped during" not in cli(root, "logs", "t", "ben", ok=None).stdout
+
+
 def test_kill_9_of_the_supervisor_takes_the_hosts_tools_too(root: Path) -> None:
     team = Team.create("t", root=root, cwd=str(root))
     supervisor = team.up(teammate_mode="in-process")

@@ -30,7 +30,7 @@ from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, Task
 from ipc.task_rules import ClaimResult, why_not
 from ipc.usage import TeamUsage, team_usage
-from supervisor.client import members, outsiders
+from supervisor.client import agent_log, members, outsiders
 from supervisor.client.handle import TeamHandle
 from supervisor.client.members import SUBAGENT_PREFIX, member_infos
 from supervisor.client.ps import TeamTree, elsewhere, team_tree
@@ -401,10 +401,8 @@ def read_log(team: TeamHandle, args: io.ReadLog, actor: str) -> io.Log:
     """The last lines of the supervisor's log, or of an agent's. Logs live with the team's
     runtime files: they go when the team is deleted."""
     team.store.read()  # NotFound for a team that does not exist
-    path = team.paths.log(normalise_agent_name(args.name) if args.name else "")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        path, data = agent_log.read(team.paths, normalise_agent_name(args.name) if args.name else "")
     except FileNotFoundError:
         if args.name and not args.name.startswith(SUBAGENT_PREFIX):
             _member_or_lead(team, args.name)  # a name that is no member is named so, with the members

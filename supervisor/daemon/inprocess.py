@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 
@@ -26,6 +25,7 @@ from ipc.errors import AgentTeamsError
 from ipc.host_protocol import Report, Running, Start, Stop
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session
+from ipc.paths import TeamPaths
 from ipc.replies import TeammateStatus
 from supervisor.daemon.reactor import Reactor
 
@@ -35,10 +35,15 @@ HOST_MODULE = "agentproc.host"
 
 
 class InProcess:
-    def __init__(self, reactor: Reactor, runtime: Path, root: Path, team: str) -> None:
+    def __init__(self, reactor: Reactor, paths: TeamPaths) -> None:
         self.reactor = reactor
-        self.runtime = runtime
-        self.names = ["--root", str(root), "--team", team]  # in its command line, for ps and people
+        self.log = paths.host_log()
+        self.names = [
+            "--root",
+            str(paths.root),
+            "--team",
+            paths.team,
+        ]  # in its command line, for ps and people
         self.host_pid: int | None = None
         self.sock: socket.socket | None = None
         self.ids = itertools.count(FIRST_ID)
@@ -86,7 +91,7 @@ class InProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [sys.executable, "-m", HOST_MODULE, "--fd", str(theirs.fileno())]
         argv += ["--supervisor-pid", str(os.getpid()), *self.names]
-        with open(self.runtime / "logs" / "in-process-host.log", "ab") as out:
+        with open(self.log, "ab") as out:
             try:
                 proc = subprocess.Popen(
                     argv,

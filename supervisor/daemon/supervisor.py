@@ -105,7 +105,7 @@ class Supervisor:
         self.panes = Panes(self.reactor, self.team, self.runtime, self.options, self.processes.log_path)
         self.panes.on_exit = lambda pid, status: self.children.on_exit(pid, status)
         self.panes.runs_again = self._runs_again
-        self.threads = InProcess(self.reactor, self.runtime, self.paths.root, self.team)
+        self.threads = InProcess(self.reactor, self.paths)
         self.threads.on_exit = self.panes.on_exit
         seam = Backends(self.processes, self.panes, self.threads)
         self.files = TeamFiles(self.state, self.router, seam.handle, self.reactor.call_later)
