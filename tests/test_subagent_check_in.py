@@ -25,7 +25,7 @@ from ipc.usage import ledger_path, read_ledger
 from supervisor import Team
 from tests.agent_helpers import LEAD_MODEL, launch_spec, results, serve, strip
 from tests.fake_anthropic import PromptCache, Reply, last_user_text, text, text_of, tool_uses
-from tests.runtime_helpers import nothing_left_under
+from tests.runtime_helpers import nothing_left_under, running_team, wait_for
 
 
 def check(**fields: Any) -> checkins.CheckIn:
@@ -248,3 +248,20 @@ def test_a_declined_check_in_keeps_the_agent_call_waiting_for_the_result(
     assert record["moved_by"] == "" and record["check_ins"] == seen["offers"] and not record["background"]
     assert "notification" not in seen and (root / "runs").read_text() == "run\n"
     nothing_left_under(root)
+
+
+def test_an_offline_teammates_subagent_moved_to_the_background_reports_its_answer_to_the_lead(
+    root: Path,
+) -> None:
+    gate = root / "gate"
+    with running_team(root) as team:
+        team.spawn("alice", prompt="")
+        prompt = f"Run `while [ ! -e {gate} ]; do sleep 0.1; done; echo answer-42`"
+        task = team.tasks.create("slow", metadata={"subagent": prompt}, owner="alice")
+        helper = wait_for(lambda: subagents.running_of(team.paths, "alice", set()))[0]
+        team.background(helper)  # its parent's Agent call returns: the task is reported done
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+        assert "answer-42" not in json.dumps([m.text for m in team.inbox("team-lead").read()])
+        gate.touch()
+        said = wait_for(lambda: [m.text for m in team.inbox("team-lead").read() if "answer-42" in m.text])
+        assert said[0].startswith('Agent "slow" completed:'), said

@@ -27,7 +27,7 @@ class OfflineModel:
         if tools.ctx.spec.role == "subagent":
             return self._subagent(turn, tools)
         if turn.kind == "notification":
-            return TurnOutcome()  # a background subagent's result: nothing more to do with it
+            return self._pass_on(turn, tools)
         if isinstance(turn.body, ShutdownRequest):
             tools.call(
                 "SendMessage",
@@ -56,6 +56,24 @@ class OfflineModel:
                     "summary": "Acknowledged",
                 },
             )
+        return TurnOutcome()
+
+    @staticmethod
+    def _pass_on(turn: Turn, tools: ToolBox) -> TurnOutcome:
+        """A background subagent ended: its answer goes to the lead, as the report of the task
+        it was working on promised ("its answer comes later")."""
+        summary = re.search(r"<summary>(.*?)</summary>", turn.text)
+        answer = re.search(r"<result>(.*?)</result>", turn.text, re.S)
+        said = answer.group(1).strip() if answer else ""
+        tools.call(
+            "SendMessage",
+            {
+                "type": "message",
+                "recipient": LEAD_NAME,
+                "content": f"{summary.group(1) if summary else 'A background subagent ended'}:\n{said[-2000:] or '(no answer)'}",
+                "summary": "Background subagent ended",
+            },
+        )
         return TurnOutcome()
 
     @staticmethod
