@@ -51,7 +51,15 @@ def test_ps_shows_in_process_teammates_as_threads_under_their_host(
         ps_view.print_tree(tree, rows=2)  # the row budget counts them as teammates
         budget = capsys.readouterr().out
         assert budget.count(" thread ") + budget.count("pat ") == 2, budget
-        assert f"in-process host {host}" in budget and "1 more teammates" in budget, budget
+        assert f"in-process host {host}" in budget and "1 more teammate:" in budget, budget
+
+        # Ben failed for good: a member still, with no thread. The host's row counts those it runs.
+        gone = [
+            msgspec.structs.replace(m, state="failed", pid=None, thread=None) if m.name == "ben" else m
+            for m in tree.teammates
+        ]
+        ps_view.print_tree(msgspec.structs.replace(tree, teammates=gone))
+        assert "1 teammate as its thread" in capsys.readouterr().out
 
 
 def test_status_names_an_in_process_teammates_host_and_thread(root: Path) -> None:

@@ -79,11 +79,13 @@ def print_tree(tree: TeamTree, rows: int | None = busy.DEFAULT_ROWS) -> None:
 def _print_hosts(tree: TeamTree, threads: list[MateTree], subagents: dict[str, list[MateTree]]) -> None:
     """The team's in-process host (one per supervisor), its teammates (those the row budget
     shows) under it as its threads."""
-    count = sum(1 for m in tree.teammates if m.backend == "in-process" and m.role != "subagent")
+    # Those running in it now: a teammate that failed or exited has no thread.
+    count = sum(1 for m in tree.teammates if m.backend == "in-process" and m.role != "subagent" and m.pid)
+    threads_of = "1 teammate as its thread" if count == 1 else f"{count} teammates as its threads"
     for host in tree.hosts:
         print(
             f"├─ in-process host {host.pid}  cpu {host.cpu_percent:.0f}%  rss {mib(host.rss)} MiB  "
-            f"uss {mib(host.uss)} MiB  up {host.uptime:.0f}s  {count} teammates as its threads"
+            f"uss {mib(host.uss)} MiB  up {host.uptime:.0f}s  {threads_of}"
         )
     for mate in threads:
         if tree.hosts:

@@ -47,7 +47,8 @@ def count_line(what: str, states: Sequence[str], order: Sequence[str], more: boo
     counts = Counter(states)
     named = [s for s in order if counts[s]] + sorted(s for s in counts if s not in order)
     parts = " · ".join(f"{counts[s]:,} {s.replace('_', ' ')}" for s in named)
-    return f"{len(states):,} {'more ' if more else ''}{what}" + (f": {parts}" if parts else "")
+    noun = what.removesuffix("s") if len(states) == 1 else what  # teammates, tasks: one of them
+    return f"{len(states):,} {'more ' if more else ''}{noun}" + (f": {parts}" if parts else "")
 
 
 def mates_line(mates: Sequence[HasState], more: bool = False) -> str:
