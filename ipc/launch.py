@@ -219,8 +219,16 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
             raise InvalidInput(
                 f"--claude-peers {self.claude_peers!r} is not a directory; give a Claude Code config dir"
             )
-        if self.fallback_poll <= 0 or self.period <= 0 or self.intensity < 0:
-            raise InvalidInput("fallback_poll and period must be positive, intensity zero or more")
+        for name, value, least in (
+            ("fallback-poll", self.fallback_poll, "above 0"),
+            ("period", self.period, "above 0"),
+        ):
+            if not value > 0:  # NaN too
+                raise InvalidInput(f"--{name} {value:g}: give a number of seconds {least}")
+        if self.intensity < 0:
+            raise InvalidInput(
+                f"--intensity {self.intensity}: give the restarts allowed per period, 0 or more"
+            )
         checked = self
         if self.claude_peers:  # the supervisor's cwd is not the caller's
             checked = msgspec.structs.replace(

@@ -136,6 +136,25 @@ def test_a_budget_must_be_a_finite_number(root: Path) -> None:
     assert "no dollar limit" in cli(root, "budget", "t").stdout
 
 
+def test_a_wrong_supervisor_option_is_named_as_it_was_typed(root: Path) -> None:
+    cli(root, "team", "create", "t")
+    for option, value, said in (
+        ("--intensity", "-1", "--intensity -1: give the restarts allowed per period, 0 or more"),
+        ("--period", "0", "--period 0: give a number of seconds above 0"),
+        ("--fallback-poll", "nan", "--fallback-poll nan: give a number of seconds above 0"),
+    ):
+        err = cli(root, "up", "t", option, value, ok=False).stderr
+        assert err.strip() == f"agentteams: error: {said}", err
+    assert not Team("t", root=root).is_up()
+
+
+def test_a_host_for_a_team_of_files_is_refused_not_ignored(root: Path) -> None:
+    with running_team(root) as team:
+        err = cli(root, "spawn", "t", "ann", "--prompt", "p", "--host", "elsewhere", ok=False).stderr
+        assert "team 't' is not on an engine, so it has no host 'elsewhere'" in err, err
+        assert team.config().teammates() == []
+
+
 def test_an_empty_or_wrong_root_is_refused(root: Path, tmp_path: Path) -> None:
     out = subprocess.run([*AGENTTEAMS, "team", "list", "--root", ""], capture_output=True, text=True)
     assert out.returncode == 1 and "--root is empty" in out.stderr

@@ -210,7 +210,12 @@ def test_attach_opens_the_teams_session_from_a_terminal(root: Path, server: str)
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
         refused = cli(root, "attach", "t", "nobody", ok=False)
-        assert "does not run in a tmux pane" in refused.stderr
+        assert "'nobody' is not a member of team 't'" in refused.stderr, refused.stderr
+        team.spawn("pat", prompt="Wait.", backend="process")
+        assert "'pat' does not run in a tmux pane" in cli(root, "attach", "t", "pat", ok=False).stderr
+        # No terminal (a script, a pipe): said so, not tmux's bare "not a terminal".
+        piped = cli(root, "attach", "t", "alice", ok=False, stdin="").stderr
+        assert "attach needs a terminal" in piped and "attach-session -t %" in piped, piped
 
 
 @pytest.mark.tmux

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
             f"spawn one with --backend tmux (or 'agentteams up {team.name} --teammate-mode tmux')"
         )
     if args.name and args.name not in panes:
+        team.store.require_member(args.name)  # a stranger's name is said to be one
         raise NotFound(f"{args.name!r} does not run in a tmux pane; in panes: {', '.join(panes)}")
     pane = panes[args.name] if args.name else next(iter(panes.values()))
     runtime = team.paths.existing_runtime_dir()
@@ -75,8 +77,13 @@ def cmd_attach(args: argparse.Namespace) -> int:
             f"the team's panes are on another tmux server ({server}); run this outside tmux, "
             f"or in a new window: tmux -S {server} attach"
         )
+    command = mux.argv("attach-session", "-t", pane)
+    if not sys.stdin.isatty():
+        raise InvalidInput(
+            f"attach needs a terminal to show the session in; run it in one (or '{shlex.join(command)}')"
+        )
     sys.stdout.flush()
-    os.execvp("tmux", mux.argv("attach-session", "-t", pane))
+    os.execvp("tmux", command)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"diff": cmd_diff, "attach": cmd_attach}

@@ -193,6 +193,10 @@ class TeamHandle:
 
     def require_up_for(self, host: str) -> None:
         """Up here, or (another host of an engine team) up there: its supervisor answers."""
+        if host and self.state.engine is None:  # it would be ignored: said instead
+            raise InvalidInput(
+                f"team {self.name!r} is not on an engine, so it has no host {host!r}; leave out the host"
+            )
         if not host or self.state.engine is None or host == self.state.host:
             self.require_up()
 
