@@ -80,7 +80,7 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
         team.spawn("ann", prompt="Work.")
         team.spawn("ben", prompt="Work.")
         # Ann's from its creation: ben cannot take it.
-        team.tasks.create(
+        hang = team.tasks.create(
             "hang", "sleep", metadata={"command": "sleep 600; echo hung-tool-marker"}, owner="ann"
         )
 
@@ -93,6 +93,9 @@ def test_a_hung_tool_is_killed_without_the_others(root: Path) -> None:
             return found if len(found) > 1 else []  # the shell and its sleep
 
         pids = wait_for(sleeper, timeout=30)
+        # Given up on: a task released by a stopped teammate is anyone's to run again, as a
+        # process teammate's is; this one is not to be run by ben.
+        team.tasks.delete(hang.id)
         team.shutdown("ann", force=True, grace=1)
         wait_for(lambda: not alive(pids), timeout=20)
         task = team.tasks.create("after", "ben works", metadata={"command": "echo ok"}, owner="ben")
