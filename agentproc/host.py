@@ -29,6 +29,7 @@ import msgspec
 
 from agentproc.channel import open_channel
 from agentproc.loop import AgentLoop
+from ipc import trust
 from ipc.host_protocol import Command, Ended, Report, Running, Start, Stop, wait_status
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
@@ -62,6 +63,10 @@ class Host:
                 return 0  # the supervisor is gone
             command = decoder.decode(data)
             if isinstance(command, Start):
+                if command.key:  # each teammate signs as itself (they share a process, as tools do)
+                    trust.keyring.install(
+                        command.spec.team_paths(), command.spec.agent_name, trust.key_from_bytes(command.key)
+                    )
                 self.start(command.spec)
             else:
                 self.stop(command)

@@ -12,6 +12,7 @@ from ipc.launch import LaunchSpec
 
 class Start(msgspec.Struct, tag="start", kw_only=True):
     spec: LaunchSpec
+    key: bytes = b""  # the teammate's private key (ipc.trust), over the host's private socket
 
 
 class Stop(msgspec.Struct, tag="stop", kw_only=True):

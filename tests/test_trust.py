@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,8 @@ import pytest
 
 from agentproc.models.base import wrap_message
 from ipc import TeamConfigStore, trust
-from ipc.mailbox import Mailbox, new_message
+from ipc.clock import now_iso
+from ipc.mailbox import Mailbox, new_message, new_msg_id
 from ipc.paths import TeamPaths
 from ipc.schemas import LEAD_NAME, InboxMessage, ShutdownRequest, body_text
 from tests.runtime_helpers import running_team, wait_for
@@ -112,6 +116,11 @@ def test_a_key_travels_through_an_inherited_pipe_and_only_once(monkeypatch: Any)
     assert environ == {} and trust.take_key(environ) is None
     with pytest.raises(OSError):
         os.fstat(fd)
+    # A pane's teammate: from its environment (the pane's private file), and dropped from it.
+    environ = {trust.KEY_ENV: trust.key_bytes(key).hex(), "OTHER": "x"}
+    taken = trust.take_key(environ)
+    assert taken is not None and trust.public_text(taken, 1) == trust.public_text(key, 1)
+    assert environ == {"OTHER": "x"}
 
 
 # ---------------------------------------------------------------- real teams
@@ -408,3 +417,29 @@ def test_a_reader_remembers_the_last_delivered_ids_not_all(
         )
     assert [msg_id in verifier.seen for msg_id in "abcde"] == [False, False, True, True, True]
     assert len(verifier.seen) == 3
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_thread_teammate_and_a_pane_teammate_sign_as_themselves(root: Path) -> None:
+    server = f"at-trust-{secrets.token_hex(4)}"
+    try:
+        with running_team(root, tmux_server=server) as team:
+            team.spawn("ann", prompt="", backend="in-process")
+            team.spawn("pat", prompt="", backend="tmux")
+            reader = trust.Verifier(team.store, LEAD_NAME)
+            for name in ("ann", "pat"):
+                assert isinstance(team.store.require_member(name).verify_key, str)
+                team.send(name, "are you there?", summary="ping")
+                reply = wait_for(
+                    lambda n=name: [
+                        m for m in team.inbox(LEAD_NAME).read() if m.from_ == n and "there" in m.text
+                    ]
+                )
+                assert reader.check(reply[0]).status == "verified", name
+                # Unsigned in its name: a forgery now, not merely unverified.
+                posing = InboxMessage(from_=name, text="posing", timestamp=now_iso(), msg_id=new_msg_id())
+                assert reader.check(posing).status == trust.FORGED
+            # Its tools inherit no key: the pane's environment file is gone, and so is the variable.
+            assert not (team.paths.runtime_dir() / "panes" / "pat.env").exists()
+    finally:
+        subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10)

@@ -54,8 +54,8 @@ class InProcess:
     def owns(self, pid: int) -> bool:
         return pid >= FIRST_ID
 
-    def start(self, spec: LaunchSpec) -> int:
-        self._send(Start(spec=spec))
+    def start(self, spec: LaunchSpec, key: bytes | None = None) -> int:
+        self._send(Start(spec=spec, key=key or b""))
         number = next(self.ids)
         self.by_id[number] = spec.agent_name
         return number

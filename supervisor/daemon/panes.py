@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ipc import trust
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.osproc import kill_session, pidfd_open
 from ipc.storage import atomic_write
@@ -79,9 +80,9 @@ class Panes:
         pane = self.by_name.get(name)
         return pane.pane_id if pane is not None else ""
 
-    def start(self, spec: LaunchSpec) -> int:
+    def start(self, spec: LaunchSpec, key: bytes | None = None) -> int:
         """Start ``spec`` in its pane: the one it had (a restart), else a new one."""
-        argv = self._command(spec)
+        argv = self._command(spec, key)
         pane = self.by_name.get(spec.agent_name)
         if pane is not None and not self.tmux.pane_exists(pane.pane_id):
             self.close(spec.agent_name)  # gone (its server died): its id too, whether a new one comes or not
@@ -131,11 +132,11 @@ class Panes:
     def _cwd(self, spec: LaunchSpec) -> str:
         return spec.cwd if os.path.isdir(spec.cwd) else str(self.runtime)
 
-    def _command(self, spec: LaunchSpec) -> list[str]:
+    def _command(self, spec: LaunchSpec, key: bytes | None) -> list[str]:
         """``sh -c`` that loads the teammate's environment from a private file (never on a
         command line: it may hold an API key) and becomes the teammate, its log taking
         what it writes to stderr; what it prints is the pane's."""
-        env = {**os.environ, **spec.to_env()}
+        env = {**os.environ, **spec.to_env(), **({trust.KEY_ENV: key.hex()} if key is not None else {})}
         lines = [
             f"{key}={shlex.quote(value)}\n"
             for key, value in env.items()
@@ -256,11 +257,15 @@ class Backends:
         self.processes = processes
         self.panes = panes
         self.threads = threads
+        # A new private key per start, its public half already in the config (ipc.trust):
+        # set by the supervisor (TeamFiles.issue_key).
+        self.issue_key: Callable[[LaunchSpec], bytes | None] = lambda spec: None
 
     def start(self, spec: LaunchSpec) -> int:
+        key = self.issue_key(spec)
         if spec.backend == "in-process":
-            return self.threads.start(spec)
-        return self.panes.start(spec) if spec.backend == "tmux" else self.processes.start(spec)
+            return self.threads.start(spec, key)
+        return self.panes.start(spec, key) if spec.backend == "tmux" else self.processes.start(spec, key)
 
     def signal(self, pid: int, sig: int) -> None:
         if self.threads.owns(pid):

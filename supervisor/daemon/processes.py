@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -86,13 +85,9 @@ class Processes:
         runtime: Path,
         *,
         method: str = "forkserver",
-        issue_key: Callable[[LaunchSpec], bytes | None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.method = method
-        # A new private key per start (the public half already in the config), handed to the
-        # process through a pipe it inherits (:mod:`ipc.trust`).
-        self.issue_key = issue_key
         self.logs = runtime / "logs"
         self.logs.mkdir(mode=0o700, exist_ok=True)
         self.forkserver: ForkServer | None = None
@@ -113,8 +108,8 @@ class Processes:
     def log_path(self, spec: LaunchSpec) -> Path:
         return self.logs / f"{spec.agent_name}.log"
 
-    def start(self, spec: LaunchSpec) -> int:
-        key = self.issue_key(spec) if self.issue_key is not None else None
+    def start(self, spec: LaunchSpec, key: bytes | None = None) -> int:
+        """Start ``spec``; its private ``key`` (:mod:`ipc.trust`) goes through a pipe it inherits."""
         key_fd = trust.hand_key(trust.key_from_bytes(key)) if key is not None else None
         try:
             return self._start(spec, key_fd)

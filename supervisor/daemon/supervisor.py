@@ -110,7 +110,7 @@ class Supervisor:
         seam = Backends(self.processes, self.panes, self.threads)
         self.files = TeamFiles(self.state, self.router, seam.handle, self.reactor.call_later)
         self.panes.closed = self.files.pane_closed
-        self.processes.issue_key = self.files.issue_key
+        seam.issue_key = self.files.issue_key
         self._ensure_lead_key()
         policy = RestartPolicy(
             mode=self.options.restart, intensity=self.options.intensity, period=self.options.period

@@ -56,12 +56,9 @@ class TeamFiles:
 
     def add_member(self, options: TeammateOptions, cwd: str, color: str) -> Member:
         """A new teammate's entry, its public key in it (one write, not two): the private
-        half waits here for its start (:meth:`issue_key`). Only a process of its own gets a
-        key (a pane's or a thread's teammate, or ``claude``, signs nothing)."""
-        own = options.backend not in ("tmux", "in-process") and not runs_claude_code(
-            options.backend, options.model
-        )
-        key = trust.new_key() if own else None
+        half waits here for its start (:meth:`issue_key`). A ``claude`` teammate signs
+        nothing of ours: no key."""
+        key = None if runs_claude_code(options.backend, options.model) else trust.new_key()
         member = self.config.add_member(
             options.name,
             agent_type=options.agent_type,
