@@ -15,7 +15,7 @@ from agentproc.channel import Channel, open_channel
 from agentproc.claude_teammate import ClaudeTeammate
 from agentproc.loop import AgentLoop
 from agentproc.subagent import SubagentRun
-from ipc import limits, memtrace, trust
+from ipc import key_handover, limits, memtrace, trust
 from ipc.cc_peer import ClaudePeer
 from ipc.cc_registry import mode_class
 from ipc.errors import AgentTeamsError
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     set_process_name(f"at:{spec.agent_name}")
     # Its private key, read from the pipe it inherited: it signs as itself, and only as itself.
-    key = trust.take_key()
+    key = key_handover.take_key()
     trust.keyring.agent_process(spec.team_paths(), spec.agent_name, key)
     limits.set_soft_nofile(spec.nofile)  # its tools get the person's limit, not the supervisor's
     fix_malloc_mmap_threshold()  # again, for a teammate started without the fork server

@@ -71,10 +71,6 @@ log = logging.getLogger("agentteams.trust")
 
 LEAD_TAG = "claude-team-lead-entry-v1"  # Claude Code 2.1.330's, for team-lead's entries
 MEMBER_TAG = "agentteams-entry-v1"  # the same scheme, for every other member's
-KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carries a key (not the key)
-# A tmux pane's teammate gets its key through the pane's private environment file (which the
-# pane removes once read; no pipe reaches a process the tmux server starts), then drops it.
-KEY_ENV = "AGENTTEAMS_KEY"
 # Set in every agent process but the lead's, and so inherited by its tools: code running
 # under an agent never reads the lead's key file (a heuristic: a tool could unset it).
 UNDER_AGENT_ENV = "AGENTTEAMS_UNDER_AGENT"
@@ -302,44 +298,6 @@ def make_lead_key(paths: TeamPaths) -> str:
     atomic_write(lead_key_path(paths), key_bytes(key))
     keyring.forget(paths)
     return public_text(key)
-
-
-# ---------------------------------------------------------------- handing a key over
-
-
-def hand_key(key: Ed25519PrivateKey) -> int:
-    """A pipe's read end holding the key (the writer closed): the caller passes it to the
-    child process and closes its own copy."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, key_bytes(key))
-    finally:
-        os.close(write_end)
-    return read_end
-
-
-def take_key(environ: dict[str, str] | os._Environ[str] | None = None) -> Ed25519PrivateKey | None:
-    """The key handed to this process (read once; the pipe closed and its number forgotten)."""
-    env = os.environ if environ is None else environ
-    number, written = env.pop(KEY_FD_ENV, ""), env.pop(KEY_ENV, "")
-    if written:  # its tools will not inherit it: popped from the environment
-        try:
-            return key_from_bytes(bytes.fromhex(written))
-        except ValueError:
-            return None
-    if not number.isdigit():
-        return None
-    fd = int(number)
-    try:
-        data = os.read(fd, 64)
-    except OSError:
-        return None
-    finally:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    return key_from_bytes(data) if len(data) == 32 else None
 
 
 # ---------------------------------------------------------------- reading

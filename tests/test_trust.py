@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from agentproc.models.base import wrap_message
-from ipc import TeamConfigStore, trust
+from ipc import TeamConfigStore, key_handover, trust
 from ipc.clock import now_iso
 from ipc.mailbox import Mailbox, new_message, new_msg_id
 from ipc.paths import TeamPaths
@@ -109,16 +109,16 @@ def test_code_under_an_agent_never_reads_the_lead_key(root: Path, team: str, mon
 
 def test_a_key_travels_through_an_inherited_pipe_and_only_once(monkeypatch: Any) -> None:
     key = trust.new_key()
-    fd = trust.hand_key(key)
-    environ = {trust.KEY_FD_ENV: str(fd)}
-    taken = trust.take_key(environ)
+    fd = key_handover.hand_key(key)
+    environ = {key_handover.KEY_FD_ENV: str(fd)}
+    taken = key_handover.take_key(environ)
     assert taken is not None and trust.public_text(taken, 1) == trust.public_text(key, 1)
-    assert environ == {} and trust.take_key(environ) is None
+    assert environ == {} and key_handover.take_key(environ) is None
     with pytest.raises(OSError):
         os.fstat(fd)
     # A pane's teammate: from its environment (the pane's private file), and dropped from it.
-    environ = {trust.KEY_ENV: trust.key_bytes(key).hex(), "OTHER": "x"}
-    taken = trust.take_key(environ)
+    environ = {key_handover.KEY_ENV: trust.key_bytes(key).hex(), "OTHER": "x"}
+    taken = key_handover.take_key(environ)
     assert taken is not None and trust.public_text(taken, 1) == trust.public_text(key, 1)
     assert environ == {"OTHER": "x"}
 
@@ -274,7 +274,7 @@ def test_no_member_key_is_on_disk(root: Path) -> None:
         assert [p.name for p in trust.lead_key_path(team.paths).parent.iterdir()] == ["team-lead.key"]
         pid = wait_for(lambda: {t.name: t.pid for t in team.status().teammates}.get("worker"))
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        assert not any(b"KEY" in e and not e.startswith(trust.KEY_FD_ENV.encode()) for e in environ)
+        assert not any(b"KEY" in e and not e.startswith(key_handover.KEY_FD_ENV.encode()) for e in environ)
 
 
 # ---------------------------------------------------------------- the permission layer

@@ -26,6 +26,7 @@ import time
 
 import msgspec
 
+from ipc.key_handover import KEY_FD_ENV
 from ipc.osproc import (
     fix_malloc_mmap_threshold,
     prepare_command_line,
@@ -33,7 +34,6 @@ from ipc.osproc import (
     set_parent_death_signal,
     set_process_name,
 )
-from ipc.trust import KEY_FD_ENV
 
 
 class SpawnOrder(msgspec.Struct):

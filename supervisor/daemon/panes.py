@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ipc import trust
+from ipc import key_handover
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.osproc import kill_session, pidfd_open
 from ipc.storage import atomic_write
@@ -136,7 +136,11 @@ class Panes:
         """``sh -c`` that loads the teammate's environment from a private file (never on a
         command line: it may hold an API key) and becomes the teammate, its log taking
         what it writes to stderr; what it prints is the pane's."""
-        env = {**os.environ, **spec.to_env(), **({trust.KEY_ENV: key.hex()} if key is not None else {})}
+        env = {
+            **os.environ,
+            **spec.to_env(),
+            **({key_handover.KEY_ENV: key.hex()} if key is not None else {}),
+        }
         lines = [
             f"{key}={shlex.quote(value)}\n"
             for key, value in env.items()

@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
-from ipc import trust
+from ipc import key_handover, trust
 from ipc.errors import AgentTeamsError
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session
@@ -110,7 +110,7 @@ class Processes:
 
     def start(self, spec: LaunchSpec, key: bytes | None = None) -> int:
         """Start ``spec``; its private ``key`` (:mod:`ipc.trust`) goes through a pipe it inherits."""
-        key_fd = trust.hand_key(trust.key_from_bytes(key)) if key is not None else None
+        key_fd = key_handover.hand_key(trust.key_from_bytes(key)) if key is not None else None
         try:
             return self._start(spec, key_fd)
         finally:
@@ -120,7 +120,7 @@ class Processes:
     def _start(self, spec: LaunchSpec, key_fd: int | None) -> int:
         argv = spec.to_argv()
         env = {**os.environ, **spec.to_env()}
-        env.pop(trust.KEY_FD_ENV, None)
+        env.pop(key_handover.KEY_FD_ENV, None)
         cwd = spec.cwd if os.path.isdir(spec.cwd) else str(self.runtime)
         log_file = self.log_path(spec)
         server = self._forkserver()
@@ -138,7 +138,7 @@ class Processes:
                 if server is not None:
                     return server.spawn(order, key_fd)
         if key_fd is not None:
-            env[trust.KEY_FD_ENV] = str(key_fd)  # the descriptor's number, not the key
+            env[key_handover.KEY_FD_ENV] = str(key_fd)  # the descriptor's number, not the key
         with open(log_file, "ab") as out:
             try:
                 proc = subprocess.Popen(
