@@ -259,6 +259,9 @@ def test_up_names_this_hosts_teammates_and_a_root_not_joined_looks_and_sends(
         # Host B's supervisor resumes bob only: alice is host A's, and saying so misled.
         said = cli(b.root, "up", "many").stdout
         assert said.rstrip().endswith("; resumed bob"), said
+        # A stranger's name is answered with every host's members, not this host's teammates.
+        refused = cli(b.root, "shutdown", "many", "nobody", ok=False).stderr
+        assert "'nobody' is not a member of team 'many'; members: team-lead, alice, bob" in refused, refused
         # README: from any host, with --engine URL, `ps myteam` shows every host's members.
         elsewhere = tmp_path / "host-c"
         elsewhere.mkdir()

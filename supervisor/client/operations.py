@@ -293,6 +293,8 @@ def shutdown_teammate(team: TeamHandle, args: io.ShutdownTeammate, actor: str) -
     after ``grace`` seconds regardless (a member that is an outside client, such as an MCP
     session, is taken off the team)."""
     member = team.member(clean_recipient(args.name))
+    if member is None:  # named with every member, on whichever host (a supervisor knows its own)
+        team.store.require_member(args.name)
     if member is not None and member.backend_type == outsiders.BACKEND:
         return outsiders.shutdown(team, member, args)
     team.require_up_for(team.member_host(args.name))
