@@ -214,13 +214,22 @@ def test_down_stops_this_hosts_processes_while_the_engine_is_away(tmp_path: Path
     with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
         b.spawn("bee", prompt="")
         supervisor, bee = b.supervisor_pid(), b.ps().teammates[0].pid
+        cli(a.root, "send", "many", "bee", "before", "--summary", "s")  # host A's resident door serves it
         engine.kill()  # bee's isActive mark may be on its way: it must not hold the supervisor
         try:
-            done = cli(b.root, "down", "many", "--engine", engine.url, timeout=20)
+            # A command through the resident door fails at once and changes nothing (it was
+            # told it failed after 20 s, then carried out when the engine came back).
+            said = cli(
+                a.root, "send", "many", "bee", "while away", "--summary", "s", ok=False, timeout=20
+            ).stderr
+            assert "is away; try again once it is back" in said, said
+            done = cli(b.root, "down", "many", "--engine", engine.url, timeout=45)
             assert done.stdout.strip() == "team many is down here", done
             assert not alive([supervisor or 0, bee or 0])
         finally:
             engine.start()
+        wait_for(lambda: a.tasks.list() == [])  # the engine answers again
+        assert "while away" not in json.dumps([m.text for m in a.inbox("bee").read()])
 
 
 def test_spawn_on_another_host_from_here(tmp_path: Path, engine: Engine) -> None:

@@ -33,15 +33,17 @@ def retry_seconds() -> float:
     return float(env("AGENTTEAMS_ENGINE_RETRY", "120"))
 
 
-_leaving = False  # see leaving()
+_impatient = False  # see impatient()
 
 
-def leaving() -> None:
+def impatient() -> None:
     """From now on a write while the server is away gives up at once, not after
-    :func:`retry_seconds`: a supervisor going down must not wait minutes for writes that
-    the other hosts make good when its lease runs out."""
-    global _leaving
-    _leaving = True
+    :func:`retry_seconds`: a supervisor going down must not wait minutes for writes that the
+    other hosts make good when its lease runs out, and the resident door's caller waits for
+    an answer only so long (a command run while the engine is away fails and changes nothing,
+    as it does on the full path, rather than being told so and carried out later)."""
+    global _impatient
+    _impatient = True
 
 
 class Connection:
@@ -134,9 +136,10 @@ class Connection:
         deadline = time.monotonic() + retry_seconds()
         delay = 0.05
         while True:
-            if _leaving and not self.online():
+            if _impatient and not self.online():
                 raise TransportError(
-                    f"{what}: the engine at {self.url.shown} is away, and this process is going"
+                    f"{what}: the engine at {self.url.shown} is away; try again once it is back "
+                    "('agentteams engine status')"
                 )
             try:
                 return self.bridge.run(_wrap(attempt()), REQUEST_TIMEOUT + 1)

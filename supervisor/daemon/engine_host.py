@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from ipc import cc_registry
-from ipc.engine import remote
+from ipc.engine import connection, remote
 from ipc.engine.mirror import Mirror
 from ipc.engine.ring import EngineWakeListener
 from ipc.engine.team import EngineTeam, Entry
@@ -251,6 +251,11 @@ class EngineHost:
             # Written whatever this host's copy says: the dead host's last mark may not be here yet.
             self.state.config.update_member(member.name, is_active=False)
             log.warning("host %s: %s inactive, released %s", record.host, member.name, released)
+
+    def going_down(self) -> None:
+        """From now on a write to an engine that is away gives up at once (also one the loop is
+        stuck in): the other hosts' leases make good what this host does not write."""
+        connection.impatient()
 
     def close(self) -> None:
         self._stop.set()

@@ -99,8 +99,11 @@ class Reactor(TimerQueue):
         self.poller.unregister(source)
         self.readers.pop(id(source) if not isinstance(source, int) else source, None)
 
-    def on_signal(self, signum: int, handler: Callable[[], None]) -> None:
-        """Run ``handler`` in the loop (not in the signal handler) when ``signum`` arrives."""
+    def on_signal(
+        self, signum: int, handler: Callable[[], None], at_once: Callable[[], None] = lambda: None
+    ) -> None:
+        """Run ``handler`` in the loop (not in the signal handler) when ``signum`` arrives, and
+        ``at_once`` in the handler itself (a flag set: what a loop stuck in a call can see)."""
         if self._sig_r is None:
             self._sig_r, self._sig_w = socket.socketpair()
             self._sig_r.setblocking(False)
@@ -108,7 +111,7 @@ class Reactor(TimerQueue):
             signal.set_wakeup_fd(self._sig_w.fileno())
             self.add_reader(self._sig_r.fileno(), self._drain_signals)
         self._signals[signum] = handler
-        signal.signal(signum, lambda *_: None)  # the wake-up fd carries the signal number
+        signal.signal(signum, lambda *_: at_once())  # the wake-up fd carries the signal number
 
     def _drain_signals(self) -> None:
         assert self._sig_r is not None

@@ -2,15 +2,14 @@
 together, answers the control socket, and owns what no part does: starting teammates and
 subagents (their config entry, first message and result file) and bringing the team down.
 
-- :mod:`supervisor.daemon.reactor`: one thread: readers, timers, signals (SIGCHLD: deaths seen at once);
-- :mod:`supervisor.daemon.children`: each agent's lifecycle, through :mod:`supervisor.daemon.processes`
-  (the fork server, reaping) and :mod:`supervisor.daemon.team_files` (config, tasks, events);
-- :mod:`supervisor.daemon.router`: the links and the doorbell; hands out ready tasks;
-- :mod:`supervisor.daemon.specs`: who is started and how, checked before anything is written;
+- :mod:`.reactor`: one thread: readers, timers, signals (SIGCHLD: deaths seen at once);
+- :mod:`.children`: each agent's lifecycle, through :mod:`.processes` (the fork server,
+  reaping) and :mod:`.team_files` (config, tasks, events); :mod:`.router`: the links and the
+  doorbell, ready tasks; :mod:`.specs`: who is started and how, checked before anything is written;
 - :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
   arrival order, some later (a spawn when the teammate is ready), so commands queue;
-- :mod:`supervisor.daemon.lead_desk`: the lead's inbox, and a lead agent that may run;
-- :mod:`supervisor.daemon.resident`: the resident door's socket, its program started on demand.
+- :mod:`.lead_desk`: the lead's inbox, and a lead agent that may run; :mod:`.resident`: the
+  resident door's socket, its program started on demand.
 It is on the control path only: messages go from sender to recipient directly.
 """
 
@@ -137,7 +136,7 @@ class Supervisor:
             self.router.relay = self.engine_host.publish_ready
         self.reactor.on_signal(signal.SIGCHLD, self._reap)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            self.reactor.on_signal(sig, self._on_terminate)
+            self.reactor.on_signal(sig, self._on_terminate, at_once=self._impatient)
         self._resume_members()
 
     def _ensure_lead_key(self) -> None:
@@ -402,11 +401,12 @@ class Supervisor:
 
     # ------------------------------------------------------------ down
 
-    def _begin_down(self, grace: float) -> None:
-        if self.state.engine is not None:
-            from ipc.engine import connection
+    def _impatient(self) -> None:  # going down (on a signal: also a write the loop is stuck in)
+        if self.engine_host is not None:
+            self.engine_host.going_down()
 
-            connection.leaving()  # an engine away now: the other hosts' leases make good what is not written
+    def _begin_down(self, grace: float) -> None:
+        self._impatient()
         self.children.stop_all(grace, self._finish_down)
 
     def _finish_down(self) -> None:

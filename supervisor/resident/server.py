@@ -191,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     listener = socket.socket(fileno=int(given["--fd"]))
     listener.setblocking(False)
     door = Door(listener, DoorHandle(given["--team"], root=Path(given["--root"])))
+    if door.team.state.engine is not None:
+        from ipc.engine import connection
+
+        connection.impatient()  # its caller waits only so long: an engine away is an error at once
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write)
 
