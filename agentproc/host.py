@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != supervisor:
         return 1
     set_process_name("at-host")
+    # Its threads are teammates: neither they nor their tools (which inherit the mark) ever
+    # read the lead's key file, as a teammate process does not.
+    trust.keyring.lead_file_allowed = False
+    os.environ[trust.UNDER_AGENT_ENV] = "in-process-host"
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_AgentField())
     handler.setFormatter(logging.Formatter("%(asctime)s %(agent)s %(name)s %(message)s"))

@@ -1,6 +1,6 @@
 """A teammate's private key on its way from the supervisor to the process that signs with
 it (:mod:`ipc.trust`), taken once: through a pipe the process inherits, or, for a tmux
-pane's teammate, which no pipe of ours reaches, its private environment file."""
+pane's teammate, which no pipe of ours reaches, a private file it reads and removes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ipc.trust import key_bytes, key_from_bytes
 
 KEY_FD_ENV = "AGENTTEAMS_KEY_FD"  # the number of the inherited pipe that carries a key (not the key)
-# A tmux pane's teammate gets its key through the pane's private environment file (which the
-# pane removes once read; no pipe reaches a process the tmux server starts), then drops it.
-KEY_ENV = "AGENTTEAMS_KEY"
+# A tmux pane's teammate, which no pipe of ours reaches: the path of a 0600 file in the team's
+# private runtime directory that holds its key, read once and removed (not the key itself:
+# a process's first environment stays readable in /proc by every process of its user).
+KEY_FILE_ENV = "AGENTTEAMS_KEY_FILE"
 
 
 def hand_key(key: Ed25519PrivateKey) -> int:
@@ -30,12 +31,15 @@ def hand_key(key: Ed25519PrivateKey) -> int:
 def take_key(environ: dict[str, str] | os._Environ[str] | None = None) -> Ed25519PrivateKey | None:
     """The key handed to this process (read once; the pipe closed and its number forgotten)."""
     env = os.environ if environ is None else environ
-    number, written = env.pop(KEY_FD_ENV, ""), env.pop(KEY_ENV, "")
-    if written:  # its tools will not inherit it: popped from the environment
+    number, path = env.pop(KEY_FD_ENV, ""), env.pop(KEY_FILE_ENV, "")
+    if path:
         try:
-            return key_from_bytes(bytes.fromhex(written))
-        except ValueError:
+            with open(path, "rb") as f:
+                data = f.read(64)
+            os.unlink(path)
+        except OSError:
             return None
+        return key_from_bytes(data) if len(data) == 32 else None
     if not number.isdigit():
         return None
     fd = int(number)

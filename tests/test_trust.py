@@ -107,7 +107,7 @@ def test_code_under_an_agent_never_reads_the_lead_key(root: Path, team: str, mon
     assert trust.Keyring().key_for(paths, LEAD_NAME) is not None
 
 
-def test_a_key_travels_through_an_inherited_pipe_and_only_once(monkeypatch: Any) -> None:
+def test_a_key_travels_through_an_inherited_pipe_and_only_once(monkeypatch: Any, tmp_path: Path) -> None:
     key = trust.new_key()
     fd = key_handover.hand_key(key)
     environ = {key_handover.KEY_FD_ENV: str(fd)}
@@ -116,11 +116,13 @@ def test_a_key_travels_through_an_inherited_pipe_and_only_once(monkeypatch: Any)
     assert environ == {} and key_handover.take_key(environ) is None
     with pytest.raises(OSError):
         os.fstat(fd)
-    # A pane's teammate: from its environment (the pane's private file), and dropped from it.
-    environ = {key_handover.KEY_ENV: trust.key_bytes(key).hex(), "OTHER": "x"}
+    # A pane's teammate: from a private file named in its environment, removed once read.
+    handed = tmp_path / "pat.key"
+    handed.write_bytes(trust.key_bytes(key))
+    environ = {key_handover.KEY_FILE_ENV: str(handed), "OTHER": "x"}
     taken = key_handover.take_key(environ)
     assert taken is not None and trust.public_text(taken, 1) == trust.public_text(key, 1)
-    assert environ == {"OTHER": "x"}
+    assert environ == {"OTHER": "x"} and not handed.exists()
 
 
 # ---------------------------------------------------------------- real teams
@@ -419,6 +421,17 @@ def test_a_reader_remembers_the_last_delivered_ids_not_all(
     assert len(verifier.seen) == 3
 
 
+def test_an_in_process_teammates_tools_cannot_read_the_leads_key(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("worker", prompt="p")
+        team.spawn("mallory", prompt="p", backend="in-process")
+        _forge_task(team, root, "mallory", "lead")
+        report = wait_for(
+            lambda: [m for m in team.inbox(LEAD_NAME).history() if "lead key readable" in m.text]
+        )
+        assert "lead key readable: False" in report[0].text
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_a_thread_teammate_and_a_pane_teammate_sign_as_themselves(root: Path) -> None:
     server = f"at-trust-{secrets.token_hex(4)}"
@@ -428,7 +441,7 @@ def test_a_thread_teammate_and_a_pane_teammate_sign_as_themselves(root: Path) ->
             team.spawn("pat", prompt="", backend="tmux")
             reader = trust.Verifier(team.store, LEAD_NAME)
             for name in ("ann", "pat"):
-                assert isinstance(team.store.require_member(name).verify_key, str)
+                assert team.store.require_member(name).verify_key, name
                 team.send(name, "are you there?", summary="ping")
                 reply = wait_for(
                     lambda n=name: [
@@ -439,7 +452,11 @@ def test_a_thread_teammate_and_a_pane_teammate_sign_as_themselves(root: Path) ->
                 # Unsigned in its name: a forgery now, not merely unverified.
                 posing = InboxMessage(from_=name, text="posing", timestamp=now_iso(), msg_id=new_msg_id())
                 assert reader.check(posing).status == trust.FORGED
-            # Its tools inherit no key: the pane's environment file is gone, and so is the variable.
-            assert not (team.paths.runtime_dir() / "panes" / "pat.env").exists()
+            # Nothing of its key is left to read: the files it was handed are gone, and its
+            # first environment (readable in /proc by every process of its user) holds none.
+            assert not any((team.paths.runtime_dir() / "panes").iterdir())
+            pid = team.status().teammate("pat").pid  # type: ignore[union-attr]
+            start = Path(f"/proc/{pid}/environ").read_bytes()
+            assert b"AGENTTEAMS_KEY" not in start.replace(b"AGENTTEAMS_KEY_FILE=", b"")
     finally:
         subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10)

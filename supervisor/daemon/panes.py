@@ -83,6 +83,14 @@ class Panes:
     def start(self, spec: LaunchSpec, key: bytes | None = None) -> int:
         """Start ``spec`` in its pane: the one it had (a restart), else a new one."""
         argv = self._command(spec, key)
+        try:
+            return self._start(spec, argv)
+        except Exception:  # no teammate will read them: its environment and key go now
+            for path in self._handed(spec):
+                path.unlink(missing_ok=True)
+            raise
+
+    def _start(self, spec: LaunchSpec, argv: list[str]) -> int:
         pane = self.by_name.get(spec.agent_name)
         if pane is not None and not self.tmux.pane_exists(pane.pane_id):
             self.close(spec.agent_name)  # gone (its server died): its id too, whether a new one comes or not
@@ -120,6 +128,8 @@ class Panes:
     def close_all(self) -> None:
         for name in list(self.by_name):
             self.close(name)
+        for path in (self.runtime / "panes").glob("*.*"):  # handed to a teammate that never read them
+            path.unlink(missing_ok=True)
 
     def sweep(self) -> None:
         """Remove the panes a supervisor of this team left behind (it was killed)."""
@@ -132,22 +142,27 @@ class Panes:
     def _cwd(self, spec: LaunchSpec) -> str:
         return spec.cwd if os.path.isdir(spec.cwd) else str(self.runtime)
 
+    def _handed(self, spec: LaunchSpec) -> tuple[Path, Path]:
+        """The private files a pane's teammate is handed: its environment, its key."""
+        folder = self.runtime / "panes"
+        return folder / f"{spec.agent_name}.env", folder / f"{spec.agent_name}.key"
+
     def _command(self, spec: LaunchSpec, key: bytes | None) -> list[str]:
         """``sh -c`` that loads the teammate's environment from a private file (never on a
         command line: it may hold an API key) and becomes the teammate, its log taking
-        what it writes to stderr; what it prints is the pane's."""
-        env = {
-            **os.environ,
-            **spec.to_env(),
-            **({key_handover.KEY_ENV: key.hex()} if key is not None else {}),
-        }
-        lines = [
-            f"{key}={shlex.quote(value)}\n"
-            for key, value in env.items()
-            if key not in _NOT_PASSED and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key)
-        ]
-        env_file = self.runtime / "panes" / f"{spec.agent_name}.env"
+        what it writes to stderr; what it prints is the pane's. Its private key is a file
+        of its own, which it reads and removes (never in its environment: ipc.key_handover)."""
+        env_file, key_file = self._handed(spec)
         env_file.parent.mkdir(mode=0o700, exist_ok=True)
+        env = {**os.environ, **spec.to_env()}
+        if key is not None:
+            atomic_write(key_file, key)  # 0600
+            env[key_handover.KEY_FILE_ENV] = str(key_file)
+        lines = [
+            f"{name}={shlex.quote(value)}\n"
+            for name, value in env.items()
+            if name not in _NOT_PASSED and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+        ]
         atomic_write(env_file, "".join(lines).encode())
         teammate = shlex.join([sys.executable, "-m", TEAMMATE_MODULE, *spec.to_argv()])
         log_file = shlex.quote(str(self.log_path(spec)))
