@@ -28,12 +28,12 @@ from typing import Any
 
 import msgspec
 
-from ipc import cc_registry
+from ipc import control
 from ipc.engine import connection, remote
 from ipc.engine.mirror import Mirror
 from ipc.engine.ring import EngineWakeListener
 from ipc.engine.team import EngineTeam, Entry
-from ipc.errors import AgentTeamsError, Conflict
+from ipc.errors import AgentTeamsError, Conflict, NotRunning, Timeout, TransportError
 from ipc.schemas import LEAD_NAME
 from ipc.settings import env
 from ipc.team_state import TeamState
@@ -50,6 +50,9 @@ def mirror_seconds() -> float:
     return float(env("AGENTTEAMS_MIRROR_INTERVAL", "0.2"))
 
 
+CLAIM_TIMEOUT = 3.0  # s: the holder of a host name asked whether it is there
+
+
 def lease_seconds() -> float:
     return float(env("AGENTTEAMS_ENGINE_LEASE", "10"))
 
@@ -57,8 +60,6 @@ def lease_seconds() -> float:
 class HostRecord(msgspec.Struct, forbid_unknown_fields=False):
     host: str
     pid: int = 0
-    machine: str = ""  # where that pid is (cc_registry.pid_domain) and when it started:
-    started: str = ""  # a live holder of the name on this machine is known at once
     beat: int = 0
     state: str = "up"  # up | down (stopped cleanly) | dead (lease expired)
     by: str = ""  # the host that found it dead
@@ -82,6 +83,7 @@ class EngineHost:
         self.state = state
         self.engine: EngineTeam = state.engine
         self.host = state.host
+        self._claim_name()  # before it answers or hears anything as this host
         self.route_tasks = route_tasks
         self._actions: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -95,7 +97,6 @@ class EngineHost:
         self._seen: dict[str, tuple[int, float]] = {}  # host → (revision, when it last changed)
         self._stop = threading.Event()
         self.beat = 0
-        self._claim_name()
         self._write_record("up")
         self._thread = threading.Thread(target=self._heartbeats, name="engine-host", daemon=True)
         self._thread.start()
@@ -164,41 +165,27 @@ class EngineHost:
 
     def _claim_name(self) -> None:
         """Refuse this host's name while another supervisor holds it: two would run the same
-        members and answer each other's requests. A holder on this machine is asked by its
-        pid; one elsewhere is live if its record changes within a heartbeat and a half."""
-        key = f"host.{self.host}"
-        entry = self.engine.get(key, fresh=True)
-        record = _record(entry)
-        if entry is None or record is None or record.state != "up":
+        members and answer each other's requests. The holder is asked on the engine, where it
+        answers for the name: no responder is a name free (its supervisor gone, however it
+        went), an answer or a wait is one held. No clocks or pids are compared."""
+        held = "a live supervisor"
+        try:
+            remote.call(self.engine, self.host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
+        except NotRunning:
             return
-        if record.machine == cc_registry.pid_domain():
-            if record.pid == os.getpid() or not _alive(record.pid, record.started):
-                return
-        else:
-            deadline = time.monotonic() + 1.5 * heartbeat_seconds()
-            while time.monotonic() < deadline:
-                time.sleep(0.1)
-                now = self.engine.get(key, fresh=True)
-                if now is not None and now.rev != entry.rev:
-                    break
-            else:
-                return  # it stopped beating: a supervisor that died
+        except Timeout:
+            held = f"a supervisor that did not answer within {CLAIM_TIMEOUT:g}s"
+        except TransportError:
+            raise  # the engine away: nothing can be claimed
+        except Exception:  # an answer of any kind (a refusal, one we cannot read): someone holds it
+            pass
         raise Conflict(
-            f"host name {self.host!r} is held by a live supervisor (pid {record.pid}"
-            f"{'' if record.machine == cc_registry.pid_domain() else ', on another machine'}); "
-            "give this one another with 'up --host-name NAME'"
+            f"host name {self.host!r} is held by {held}; give this one another with 'up --host-name NAME'"
         )
 
     def _write_record(self, state: str) -> None:
         self.beat += 1
-        record = HostRecord(
-            host=self.host,
-            pid=os.getpid(),
-            machine=cc_registry.pid_domain(),
-            started=cc_registry.proc_start(os.getpid()),
-            beat=self.beat,
-            state=state,
-        )
+        record = HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
         self.engine.update(f"host.{self.host}", lambda _: msgspec.json.encode(record), "heartbeat")
 
     def _heartbeats(self) -> None:
@@ -276,10 +263,3 @@ def _record(entry: Entry | None) -> HostRecord | None:
         return msgspec.json.decode(entry.data, type=HostRecord) if entry is not None else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-
-
-def _alive(pid: int, started: str) -> bool:
-    try:
-        return cc_registry.proc_start(pid) == started
-    except (OSError, ValueError, IndexError):
-        return False
