@@ -203,6 +203,14 @@ def test_down_stops_this_hosts_processes_while_the_engine_is_away(tmp_path: Path
             engine.start()
         wait_for(lambda: a.tasks.list() == [])  # the engine answers again
         assert "while away" not in json.dumps([m.text for m in a.inbox("bee").read()])
+        # Host B left writes undone going down: it did not say "down", and its lease ran out.
+        assert a.state.engine is not None
+
+        def state_of_b() -> str:
+            entry = a.state.engine.get("host.hb", fresh=True)  # type: ignore[union-attr]
+            return str(json.loads(entry.data)["state"]) if entry is not None else ""
+
+        assert wait_for(lambda: state_of_b() == "dead", 20)
 
 
 def test_spawn_on_another_host_from_here(tmp_path: Path, engine: Engine) -> None:

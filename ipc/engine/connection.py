@@ -33,17 +33,25 @@ def retry_seconds() -> float:
     return float(env("AGENTTEAMS_ENGINE_RETRY", "120"))
 
 
+IMPATIENT_SECONDS = 5.0  # what an impatient process waits for an engine that does not answer
 _impatient = False  # see impatient()
+_gave_up = False  # an impatient process gave up on a write
 
 
 def impatient() -> None:
-    """From now on a write while the server is away gives up at once, not after
-    :func:`retry_seconds`: a supervisor going down must not wait minutes for writes that the
-    other hosts make good when its lease runs out, and the resident door's caller waits for
-    an answer only so long (a command run while the engine is away fails and changes nothing,
-    as it does on the full path, rather than being told so and carried out later)."""
+    """From now on a write while the server is away gives up at once, and one it does not
+    answer after :data:`IMPATIENT_SECONDS`, not :func:`retry_seconds`: a supervisor going down
+    must not wait minutes for writes that the other hosts make good when its lease runs out,
+    and the resident door's caller waits for an answer only 20 s (a command run while the
+    engine is away fails and changes nothing, as on the full path, rather than being told so
+    and carried out later)."""
     global _impatient
     _impatient = True
+
+
+def gave_up() -> bool:
+    """Whether this process left a write undone (see :func:`impatient`)."""
+    return _gave_up
 
 
 class Connection:
@@ -133,10 +141,13 @@ class Connection:
     def retry(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
         """``attempt()`` until it succeeds; a server that is away (no responders, a timeout,
         the connection reconnecting) is waited for up to :func:`retry_seconds`."""
-        deadline = time.monotonic() + retry_seconds()
+        global _gave_up
+        patience = min(retry_seconds(), IMPATIENT_SECONDS) if _impatient else retry_seconds()
+        deadline = time.monotonic() + patience
         delay = 0.05
         while True:
             if _impatient and not self.online():
+                _gave_up = True
                 raise TransportError(
                     f"{what}: the engine at {self.url.shown} is away; try again once it is back "
                     "('agentteams engine status')"
@@ -145,8 +156,9 @@ class Connection:
                 return self.bridge.run(_wrap(attempt()), REQUEST_TIMEOUT + 1)
             except (Timeout, TransportError) as exc:
                 if time.monotonic() + delay > deadline:
+                    _gave_up = _gave_up or _impatient
                     raise TransportError(
-                        f"{what}: the engine at {self.url.shown} did not answer for {retry_seconds():g}s ({exc.message})"
+                        f"{what}: the engine at {self.url.shown} did not answer for {patience:g}s ({exc.message})"
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
