@@ -62,8 +62,9 @@ class Tmux:
             raise InvalidInput("the tmux backend needs tmux, and it is not installed") from None
         except subprocess.TimeoutExpired:
             raise TmuxError(f"tmux {args[0]} did not answer within {TIMEOUT:g}s") from None
-        # tmux 3.3 exits 0 when it cannot create its server's socket, saying so on stderr only
-        if result.returncode != 0 or (result.stderr.strip() and not result.stdout.strip()):
+        # tmux 3.3 exits 0 when it cannot create its server's socket, saying so on stderr
+        # only: a command asked to print (-P) that printed nothing failed
+        if result.returncode != 0 or ("-P" in args and not result.stdout.strip()):
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise TmuxError(f"tmux {args[0]}: {last}")
         return result.stdout.strip()

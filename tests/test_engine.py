@@ -315,6 +315,11 @@ def test_a_damaged_engine_marker_is_one_line_naming_it_and_changes_nothing(
         cli(root, "team", "delete", "plain")
         # Given the URL, the team is found in the engine.
         assert "no tasks" in cli(root, "task", "list", "t", "--engine", engine.url).stdout
+    # Damaged while the team is up here: down still stops what runs here.
+    kept.write_bytes(b'{"url": "' + engine.url.encode() + b'", "host": "h1"}')
+    cli(root, "up", "t")
+    kept.write_bytes(b'{"url": ')
+    assert cli(root, "down", "t").stdout.strip() == "team t is down here"
     nothing_left_under(root)
 
 

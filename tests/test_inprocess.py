@@ -131,8 +131,8 @@ def test_logs_of_an_in_process_teammate_are_its_lines_of_the_hosts_log(root: Pat
     with running_team(root, teammate_mode="in-process") as team:
         team.spawn("ann", prompt="Work.")
         team.spawn("ben", prompt="Work.")
-        team.tasks.create("hang", "sleep", metadata={"command": "sleep 600"}, owner="ann")
-        wait_for(lambda: team.status().teammate("ann").state == "running")  # type: ignore[union-attr]
+        team.tasks.create("hang", "sleep", metadata={"command": "sleep 600; echo log-marker"}, owner="ann")
+        wait_for(lambda: marked("log-marker"), timeout=30)  # in its Bash call
         team.shutdown("ann", force=True, grace=1)  # the host logs that ann's turn ended there
         shown = wait_for(
             lambda: "stopped during Bash" in (out := cli(root, "logs", "t", "ann").stdout) and out

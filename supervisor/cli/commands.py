@@ -13,7 +13,7 @@ import msgspec
 
 from ipc import operations as io
 from ipc import schemas, trust
-from ipc.errors import Conflict, InvalidInput, TransportError
+from ipc.errors import Conflict, CorruptFile, InvalidInput, TransportError
 from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
 from ipc.paths import TeamPaths, resolve_root
@@ -104,7 +104,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     try:
         team = Team(args.team, root=args.root)  # a team whose config is damaged can still be stopped
-    except TransportError:  # its engine away or refusing us: what runs here stops all the same
+    except (TransportError, CorruptFile):  # its engine away, refusing us or its marker damaged:
+        # what runs here stops all the same
         paths = TeamPaths(args.root, args.team)
         if launcher.supervisor_pid(paths) is None:
             raise

@@ -8,8 +8,9 @@ down). Its tools are killed with it, by session, as for any teammate.
 
 Where a pane goes: beside the caller's pane when the team was brought up inside tmux (the
 first teammate to its right, the others stacked under it), else in a detached session
-``agentteams-{team}`` that ``agentteams attach`` opens. Every pane is tagged with its team
-and agent, so a supervisor that starts after one was killed finds and removes what it left.
+``agentteams-{team}-{digest of the root}`` that ``agentteams attach`` opens. Every pane is
+tagged with its team (and root) and agent, so a supervisor that starts after one was killed
+finds and removes what it left.
 A teammate whose supervisor dies closes its own pane (see the teammate's side).
 """
 
