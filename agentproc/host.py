@@ -50,7 +50,7 @@ class Host:
         self.sock = sock
         self.send_lock = threading.Lock()
         self.loops: dict[str, AgentLoop] = {}
-        self.stopped: dict[str, int] = {}  # name -> wait status already reported (SIGKILL)
+        self.stopped: dict[str, int] = {}  # name -> the incarnation given up and reported ended (SIGKILL)
 
     def serve(self) -> int:
         decoder = msgspec.msgpack.Decoder(Command)
@@ -72,7 +72,6 @@ class Host:
                 self.stop(command)
 
     def start(self, spec: LaunchSpec) -> None:
-        self.stopped.pop(spec.agent_name, None)
         context = contextvars.copy_context()
         thread = threading.Thread(
             target=context.run, args=(self._run, spec), name=f"at:{spec.agent_name}", daemon=True
@@ -101,7 +100,7 @@ class Host:
                     del self.loops[spec.agent_name]
             if channel is not None:
                 channel.close()
-        if spec.agent_name not in self.stopped:
+        if self.stopped.get(spec.agent_name) != spec.incarnation_ms:  # not given up and reported
             self.send(Ended(name=spec.agent_name, status=status))
 
     def stop(self, command: Stop) -> None:
@@ -115,7 +114,7 @@ class Host:
             except ProcessLookupError:
                 pass
         if command.signal == signal.SIGKILL:  # given up: reported now, whatever its thread does
-            self.stopped[command.name] = command.signal
+            self.stopped[command.name] = loop.spec.incarnation_ms  # (a thread that ends after its restart)
             self.loops.pop(command.name, None)
             self.send(Ended(name=command.name, status=command.signal))
         waker = Waker(loop.spec.team_paths().runtime_dir(), linger_ms=200)
