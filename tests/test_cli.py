@@ -173,7 +173,7 @@ def test_a_whole_session_and_ps_parentage(demo: Path) -> None:
         assert sorted(broadcast["recipients"]) == ["alice", "alice-2"]
         assert jcli(demo, "shutdown", "demo", idle["name"])["stopped"] is True
         err = cli(demo, "shutdown", "demo", "ghost", ok=False).stderr
-        assert "teammates:" in err
+        assert "'ghost' is not a member of team 'demo'; members: team-lead, alice" in err, err
         assert "is already up" in cli(demo, "up", "demo", ok=False).stderr
         pids = {busy["pid"], *(c["pid"] for c in busy["children"]), sup, tree["forkserver"]["pid"]}
     finally:

@@ -251,10 +251,10 @@ def test_force_shutdown_stops_a_teammate_busy_in_a_tool(root: Path) -> None:
         assert team.member("alice") is None
 
 
-def test_unknown_teammate_errors_name_the_teammates(root: Path) -> None:
+def test_unknown_teammate_errors_name_the_members(root: Path) -> None:
     with running_team(root) as team:
         team.spawn("alice", prompt="p")
-        with pytest.raises(NotFound, match="teammates: alice"):
+        with pytest.raises(NotFound, match="'zed' is not a member of team 't'; members: team-lead, alice"):
             team.shutdown("zed")
 
 
