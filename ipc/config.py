@@ -390,7 +390,7 @@ class TeamConfigStore:
             if remaining and not force:
                 raise Conflict(
                     f"team {self.team!r} still has {len(remaining)} teammate(s): {', '.join(remaining)}; "
-                    "shut them down first or use --force"
+                    "shut them down first while the team is up, or delete them with it: --force"
                 )
             with os_errors(f"could not delete team {self.team!r}"):
                 if self.paths.tasks_dir.exists():

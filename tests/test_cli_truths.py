@@ -155,6 +155,15 @@ def test_a_host_for_a_team_of_files_is_refused_not_ignored(root: Path) -> None:
         assert team.config().teammates() == []
 
 
+def test_a_team_with_teammates_is_deleted_after_down_only_with_force(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("ann", prompt="p")
+    err = cli(root, "team", "delete", "t", ok=False).stderr
+    assert "still has 1 teammate(s): ann" in err and "delete them with it: --force" in err, err
+    cli(root, "team", "delete", "t", "--force")
+    assert not (root / "teams" / "t").exists()
+
+
 def test_an_empty_or_wrong_root_is_refused(root: Path, tmp_path: Path) -> None:
     out = subprocess.run([*AGENTTEAMS, "team", "list", "--root", ""], capture_output=True, text=True)
     assert out.returncode == 1 and "--root is empty" in out.stderr

@@ -474,3 +474,16 @@ def test_a_line_over_stdio_that_is_not_json_rpc_is_answered_with_a_parse_error(t
     finally:
         server.stdin.close()
         assert server.wait(timeout=20) == 0
+
+
+def test_a_config_is_not_printed_for_a_name_the_server_would_refuse(root: Path) -> None:
+    with running_team(root) as team:
+        team.spawn("alice", prompt="")
+        err = cli(root, "mcp", "t", "--as", "alice", "--print-config", "json", ok=False).stderr
+        assert "'alice' is already a teammate of team 't' (process); join under another name" in err, err
+        assert (
+            "team-lead"
+            in cli(root, "mcp", "t", "--as", "team-lead", "--print-config", "json", ok=False).stderr
+        )
+        assert '"--as"' in cli(root, "mcp", "t", "--as", "carol", "--print-config", "json").stdout
+        assert team.config().member("carol") is None  # printing joins nobody

@@ -134,6 +134,6 @@ class EngineConfigStore(TeamConfigStore):
         if remaining and not force:
             raise Conflict(
                 f"team {self.team!r} still has {len(remaining)} teammate(s): {', '.join(remaining)}; "
-                "shut them down first or use --force"
+                "shut them down first while the team is up, or delete them with it: --force"
             )
         self.engine.destroy()

@@ -59,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if args.print_config:
+        if (
+            args.as_member is not None
+        ):  # a name the server would refuse: said now, not to a client that shows nothing
+            from supervisor.mcp.member import Membership
+
+            Membership(team, args.as_member).check()
         print(client_config.render(args.print_config, team.name, args.as_member, args.root))
         return 0
     from supervisor.mcp.http import hosts_for, http_app, listen, new_token, serve
