@@ -110,7 +110,7 @@ class LeadChannel:
         while True:
             chunk = os.read(fd, 65536)
             if not chunk:
-                self.typed += b"\n\x04"  # end of input: a line, then the end mark
+                self.typed += b"\n\x04\n"  # end of input: a line, then the end mark as a line
                 return
             self.typed += chunk
             if not select.select([fd], [], [], 0)[0]:

@@ -297,12 +297,13 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
     nothing_left_under(root / "state")
 
 
-def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path) -> None:
+@pytest.mark.parametrize("ending", [b"/exit\n", b"\x04"])  # Ctrl-D: a terminal says end of input once
+def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path, ending: bytes) -> None:
     # A terminal hands over one line a read: the goal's first line used to be a turn of its
     # own ("I need steps to hand out", a failed turn) and the steps another.
     master, slave = os.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c"],
+        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--keep"],
         stdin=slave,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -318,7 +319,7 @@ def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path) -> None
             lines.append(line)
             if line.startswith("lead> "):
                 break
-        os.write(master, b"/exit\n")
+        os.write(master, ending)
         out, err = proc.communicate(timeout=60)
     finally:
         os.close(master)
