@@ -264,6 +264,10 @@ def test_one_lead_at_a_time(root: Path) -> None:
         wait_for(lambda: team.status().lead_pid == lead.pid)
         out = agentteams(root, "lead", "t", "--prompt", "1. Other: `true`")
         assert out.returncode == 1 and f"already has a lead agent running (pid {lead.pid})" in out.stderr
+        # Nor may a person's wait take what the lead reads (a look still may).
+        out = agentteams(root, "wait", "t", "--timeout", "1")
+        assert out.returncode == 1 and f"already has a lead agent running (pid {lead.pid})" in out.stderr
+        assert "inbox t team-lead" in out.stderr
     finally:
         lead.proc.terminate()
         lead.wait()

@@ -18,7 +18,7 @@ from ipc import control
 from ipc.bell import Bell
 from ipc.cc_peer import SupervisorRoute
 from ipc.engine import marker
-from ipc.errors import AgentTeamsError, InvalidInput, NotRunning, Timeout
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotRunning, Timeout
 from ipc.launch import SupervisorOptions, agents_json
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
@@ -125,6 +125,12 @@ class TeamHandle:
 
     def require_up(self) -> None:
         launcher.require_running(self.paths)
+
+    def require_no_lead_agent(self, then: str) -> None:
+        """Conflict while a lead agent runs: ``team-lead``'s inbox and turns are its own."""
+        lead = self.status().lead_pid if self.is_up() else None
+        if lead is not None:
+            raise Conflict(f"team {self.name!r} already has a lead agent running (pid {lead}); {then}")
 
     def down(self, grace: float = 5.0, timeout: float = 30.0) -> None:
         """Stop every teammate (protocol first, then signals) and the supervisor. Members

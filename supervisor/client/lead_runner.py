@@ -107,9 +107,7 @@ class LeadRun:
             handed = "default" if planning else permission_mode or "acceptEdits"
             team.up(lead_permission_mode=handed, fork_subagents=fork_subagents, agents=agents)
         else:
-            lead = team.status().lead_pid
-            if lead is not None:
-                raise Conflict(f"team {team.name!r} already has a lead agent running (pid {lead})")
+            team.require_no_lead_agent("one lead at a time")
             if agents:  # its teammates resolve types with the running supervisor's definitions
                 raise Conflict(
                     f"team {team.name!r} is up; its agent definitions are set when it starts: "

@@ -161,12 +161,12 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
     events, or no events after ``timeout_s``. Woken by your doorbell, or by the inbox file
     being written for writers that cannot ring; never a sleep loop. It touches only files
     and the handle's bell, so it may run beside other calls on the same handle. On the lead
-    side, what a running supervisor acts on (idle notifications, shutdown answers) stays
-    its own, and plan and permission requests stay pending until answered (each is shown
-    once)."""
+    side, what a running supervisor acts on (idle notifications, shutdown answers) stays its
+    own, plan and permission requests stay pending until answered (each shown once)."""
     name = _member_or_lead(team, actor)
-    box = team.inbox(name)
-    bell = team.bell(name)
+    if name == LEAD_NAME:  # what it would take is the running lead's; a look takes nothing
+        team.require_no_lead_agent(f"its messages are its own ('agentteams inbox {team.name} team-lead')")
+    box, bell = team.inbox(name), team.bell(name)
     verifier = trust.Verifier(team.store, name)  # forged entries come as notices of refusal
     deadline = time.monotonic() + args.timeout_s
     while True:
