@@ -370,3 +370,14 @@ def test_a_failed_last_step_is_stopped_not_done_and_a_retry_with_nothing_open_sa
     assert again.returncode == 1
     assert "every task of the team is completed" in json.loads(again.stdout)["answer"]
     nothing_left_under(root / "state")
+
+
+def test_a_goal_the_offline_lead_refuses_is_named_whole_and_a_nan_timeout_is_refused(root: Path) -> None:
+    out = agentteams(root, "lead", "t", "--prompt", "Teammates: 2\n1. Bad: step with colon: `echo hi`")
+    assert out.returncode == 1, out.stderr
+    assert "cannot read the step '1. Bad: step with colon: `echo hi`'" in out.stderr, out.stderr
+    out = agentteams(root, "lead", "t", "--prompt", "Teammates: 0\n1. A: `true`")
+    assert out.returncode == 1 and "'Teammates: 0': give 1 to 64" in out.stderr, out.stderr
+    out = agentteams(root, "lead", "t", "--prompt", "1. A: `true`", "--timeout", "nan")
+    assert out.returncode == 1 and "--timeout nan: give a number of seconds above 0" in out.stderr, out.stderr
+    nothing_left_under(root / "state")

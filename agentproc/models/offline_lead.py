@@ -47,6 +47,7 @@ TEAMMATES = re.compile(r"^\s*teammates?\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MUL
 PLAN_FILE = re.compile(r"^\s*plan file\s*:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 REPORT = re.compile(r"task #(\d+)", re.IGNORECASE)
 DEFAULT_TEAMMATES = 3
+MAX_TEAMMATES = 64  # what one goal asks for; a larger team is spawned by hand
 HOW = (
     "List numbered steps, one per line, each optionally with its blockers and a command:\n"
     "  Teammates: 2\n  1. Fetch the data: `echo data > raw.txt`\n  2. Count it [after 1]: `wc -c raw.txt`\n"
@@ -95,6 +96,10 @@ def parse_steps(text: str) -> tuple[list[Step], int | None]:
                     f"step {step.number} waits for step {n}, which is not an earlier step of the list"
                 )
     wanted = TEAMMATES.search(text)
+    if wanted and not 1 <= int(wanted[1]) <= MAX_TEAMMATES:
+        raise PlanError(
+            f"'Teammates: {wanted[1]}': give 1 to {MAX_TEAMMATES}, or leave the line out for {DEFAULT_TEAMMATES}"
+        )
     return steps, int(wanted[1]) if wanted else None
 
 
@@ -283,8 +288,13 @@ class OfflineLead:
 
 
 def _cannot(answer: str) -> TurnOutcome:
-    """An answer that is also a failed turn: the goal could not be taken on."""
-    return TurnOutcome(final_text=answer, failure_reason=answer.split(". ")[0])
+    """An answer that is also a failed turn (its first sentence): the goal could not be taken
+    on. A sentence ends at a period outside the quotes, not at a quoted step's '1. '."""
+    end = next(
+        (m.start() for m in re.finditer(r"\. ", answer) if answer.count("'", 0, m.start()) % 2 == 0),
+        len(answer),
+    )
+    return TurnOutcome(final_text=answer, failure_reason=answer[:end])
 
 
 def _can_go_on(tasks: list[dict[str, Any]]) -> bool:

@@ -41,7 +41,7 @@ def check_lead(prompt: str, model: str, timeout: float | None, interactive: bool
     check_api_key(model, "(set it and run the lead again)")
     if not prompt.strip() and not interactive:
         raise InvalidInput("the lead needs a goal: give --prompt TEXT (or '-' to read it from stdin)")
-    if timeout is not None and timeout <= 0:
+    if timeout is not None and not 0 < timeout < float("inf"):  # NaN too: it meant no limit
         raise InvalidInput(f"--timeout {timeout:g}: give a number of seconds above 0")
 
 
