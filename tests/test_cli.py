@@ -138,6 +138,24 @@ def test_scenario_cycle_is_refused_before_anything_is_written(root: Path) -> Non
     assert not (root / "teams").exists()
 
 
+def test_scenario_names_a_teammate_cannot_have_are_refused_before_anything_is_written(root: Path) -> None:
+    for i, (mates, said) in enumerate(
+        (
+            ('name = "a"\n[[teammates]]\nname = "a"\n', "teammates[1]: the name 'a' is given twice"),
+            (
+                'name = "w"\ncount = 2\n[[teammates]]\nname = "w-2"\n',
+                "teammates[1]: the name 'w-2' is given twice",
+            ),
+            ('name = "team-lead"\n', "teammates[0]: the name 'team-lead' is the lead's name"),
+        )
+    ):
+        scenario = root / f"names{i}.toml"
+        scenario.write_text(f'[team]\nname = "n{i}"\n[[teammates]]\n{mates}')
+        err = cli(root, "run", str(scenario), ok=False).stderr
+        assert said in err, err
+    assert not (root / "teams").exists()
+
+
 def test_run_the_documented_example(root: Path) -> None:
     example = Path(__file__).parent.parent / "examples" / "pipeline.toml"
     result = jcli(root, "run", str(example))

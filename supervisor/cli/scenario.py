@@ -21,7 +21,7 @@ import msgspec
 from ipc.errors import Conflict, InvalidInput, NotRunning, TaskFailed, Timeout
 from ipc.options import TeammateOptions
 from ipc.paths import normalise_team_name
-from ipc.schemas import Task
+from ipc.schemas import LEAD_NAME, Task
 
 
 class TeamSpec(msgspec.Struct, forbid_unknown_fields=True):
@@ -140,13 +140,21 @@ def validate(scenario: Scenario, origin: str) -> None:
         raise InvalidInput(f"{origin}: timeout is {scenario.timeout:g}; give a positive number of seconds")
     if not scenario.teammates:
         raise InvalidInput(f"{origin}: no [[teammates]]; a scenario needs at least one")
+    names: set[str] = set()
     for i, mate in enumerate(scenario.teammates):
         try:
-            mate.checked()
+            name = mate.checked().name
         except InvalidInput as exc:
             raise InvalidInput(f"{origin}: teammates[{i}]: {exc.message}") from None
         if not 1 <= mate.count <= 64:
             raise InvalidInput(f"{origin}: teammates[{i}].count is {mate.count}; use 1 to 64")
+        for given in [name] if mate.count == 1 else [f"{name}-{n + 1}" for n in range(mate.count)]:
+            if given == LEAD_NAME or given in names:  # refused now, not after the team is made
+                taken = "the lead's name" if given == LEAD_NAME else "given twice"
+                raise InvalidInput(
+                    f"{origin}: teammates[{i}]: the name {given!r} is {taken}; give each its own"
+                )
+            names.add(given)
     keys: dict[str, TaskSpec] = {}
     for i, task in enumerate(scenario.tasks):
         if task.key in keys:
