@@ -381,3 +381,35 @@ def test_a_goal_the_offline_lead_refuses_is_named_whole_and_a_nan_timeout_is_ref
     out = agentteams(root, "lead", "t", "--prompt", "1. A: `true`", "--timeout", "nan")
     assert out.returncode == 1 and "--timeout nan: give a number of seconds above 0" in out.stderr, out.stderr
     nothing_left_under(root / "state")
+
+
+def test_chat_that_keeps_its_team_follows_a_second_goal_through(root: Path) -> None:
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--keep"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    os.close(slave)
+    shown: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for goal in ("Teammates: 1\n1. A: `echo aa`\n", "Teammates: 1\n1. B: `echo bb`\n"):
+            os.write(master, goal.encode())  # pasted at once
+            for line in proc.stdout:
+                shown.append(line)
+                if line.startswith("lead> "):
+                    break
+        os.write(master, b"/exit\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+    text = "".join(shown) + out
+    assert proc.returncode == 0, err
+    # The second goal is followed to its end too: reported, and its teammate sent away.
+    assert text.count("lead> Done") == 2 and "lead> Done: 2 of 2 tasks completed." in text, text
+    assert text.count("[shutdown approved] worker-1") == 2, text
+    nothing_left_under(root / "state")

@@ -106,7 +106,7 @@ def parse_steps(text: str) -> tuple[list[Step], int | None]:
 class OfflineLead:
     def __init__(self, context: ModelContext) -> None:
         self.context = context
-        self.task_ids: dict[int, str] = {}  # step number -> task id
+        self.task_ids: dict[int, str] = {}  # step number (counted on across goals) -> task id
         self.reports: dict[str, str] = {}  # task id -> the teammate's last report line
         self.asked: set[str] = set()  # teammates sent a shutdown request
         self.spawned: list[str] = []  # teammates it started: the only ones it sends away
@@ -140,12 +140,15 @@ class OfflineLead:
             if self.task_ids:
                 return TurnOutcome(final_text=self._summary(tools, "Progress so far"))
             return self._take_up_open_tasks(tools, teammates)
+        if self.done:  # another goal after the last was done (a chat that keeps its team)
+            self.done, self.asked, self.spawned = False, set(), []
+        base = max(self.task_ids, default=0)  # a goal's steps are numbered from 1 again
         tools.call("TeamCreate", {"team_name": tools.ctx.team})
         for step in steps:
             args: dict[str, Any] = {
                 "subject": step.subject,
                 "description": f"Step {step.number} of the goal: {step.subject}",
-                "addBlockedBy": [self.task_ids[n] for n in step.after],
+                "addBlockedBy": [self.task_ids[base + n] for n in step.after],
             }
             if step.subagent:  # its prompt: the subject, and the command the subagent is to run
                 prompt = f"{step.subject}: `{step.command}`" if step.command else step.subject
@@ -155,7 +158,7 @@ class OfflineLead:
             created = tools.call("TaskCreate", args)
             if created.is_error:
                 return _cannot(f"I could not create the task for step {step.number}: {created.content}")
-            self.task_ids[step.number] = str(json.loads(created.content)["task"]["id"])
+            self.task_ids[base + step.number] = str(json.loads(created.content)["task"]["id"])
         self._spawn(tools, teammates or min(DEFAULT_TEAMMATES, len(steps)))
         return TurnOutcome()
 
