@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from ipc.clock import now_iso
-from ipc.errors import Conflict, NotFound
+from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.schemas import (
@@ -106,7 +106,7 @@ def answer(
     approve: bool,
     feedback: str = "",
     updated_input: dict[str, Any] | None = None,
-    permission_mode: str = DEFAULT_PLAN_MODE,
+    permission_mode: str = "",
     permission_updates: list[dict[str, Any]] | None = None,
     always: bool = False,
 ) -> Answered:
@@ -123,6 +123,23 @@ def answer(
         known = ", ".join(b.request_id for _, b in open_requests) or "none"
         raise NotFound(f"no pending request {request_id!r}; pending: {known}")
     message, request = match
+    plan = isinstance(request, PlanApprovalRequest)
+    given = (
+        ("an input to use instead", updated_input),
+        ("permission updates", permission_updates),
+        ("'always'", always),
+    )
+    wrong = [what for what, value in given if value] if plan else []
+    if wrong:  # said, not dropped: nothing is sent
+        raise InvalidInput(
+            f"request {request_id} is a plan approval: {' and '.join(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} for permission requests; leave "
+            f"{'it' if len(wrong) == 1 else 'them'} out"
+        )
+    if not plan and permission_mode:
+        raise InvalidInput(
+            f"request {request_id} is a permission request: a permission mode is for plan approvals; leave it out"
+        )
     response: PlanApprovalResponse | PermissionResponse
     if isinstance(request, PlanApprovalRequest):
         response = plan_answer(request_id, approve, permission_mode=permission_mode, feedback=feedback)

@@ -78,6 +78,8 @@ def _human_plan_flow(root: Path, team: Any) -> None:
     assert "Also check the file exists" in second.plan_content
     again = cli(root, "deny", "t", first.request_id, ok=False)
     assert again.returncode == 1 and "already been answered" in again.stderr
+    wrong = cli(root, "approve", "t", second.request_id, "--always", ok=False).stderr
+    assert "is a plan approval: 'always' is for permission requests; leave it out" in wrong, wrong
     cli(root, "approve", "t", second.request_id)
     team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
     assert "no pending request" in cli(root, "approve", "t", "plan_approval-1@x@t", ok=False).stderr
@@ -142,6 +144,10 @@ def test_an_approved_permission_runs_with_the_updated_input(root: Path, outside:
         task = team.tasks.create("Write outside", metadata={"command": f"echo x > {original}"})
         team.wake("*")
         request = wait_for(lambda: team.pending_requests())[0]
+        # What belongs to a plan's approval is refused, not dropped, and nothing is sent.
+        wrong = cli(root, "approve", "t", request.request_id, "--permission-mode", "plan", ok=False).stderr
+        assert "is a permission request: a permission mode is for plan approvals" in wrong, wrong
+        assert team.pending_requests()[0].request_id == request.request_id
         cli(
             root,
             "approve",

@@ -247,7 +247,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             answer.add_argument(
                 "--input", default=None, help="JSON: the tool input to use instead (permission requests)"
             )
-            answer.add_argument("--permission-mode", choices=PERMISSION_MODES, default="acceptEdits")
+            answer.add_argument(
+                "--permission-mode",
+                choices=PERMISSION_MODES,
+                default="",
+                help="a plan's: the mode the teammate goes on in (default acceptEdits)",
+            )
             answer.add_argument(
                 "--update", dest="updates", type=arguments.json_value, action="append", help=UPDATE
             )

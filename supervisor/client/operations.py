@@ -392,7 +392,7 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
         approve=args.approve,
         feedback=args.feedback,
         updated_input=args.updated_input,
-        permission_mode=args.permission_mode or answers.DEFAULT_PLAN_MODE,
+        permission_mode=args.permission_mode,
         permission_updates=updates,
         always=args.always,
     )

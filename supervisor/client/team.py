@@ -174,7 +174,7 @@ class Team(TeamHandle):
         request_id: str,
         feedback: str = "",
         updated_input: dict[str, Any] | None = None,
-        permission_mode: str = answers.DEFAULT_PLAN_MODE,
+        permission_mode: str = "",  # a plan's: the teammate goes on in it (default acceptEdits)
         always: bool = False,
         permission_updates: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
