@@ -35,7 +35,7 @@ from agentproc.runner import AgentRunner
 from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
 from agentproc.tools.team import LEAD_SEND_MESSAGE
 from ipc import control, trace, trust
-from ipc.errors import AgentTeamsError, NotRunning
+from ipc.errors import AgentTeamsError, NotRunning, Timeout
 from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
 from ipc.poller import Poller, close_context, context
 from ipc.replies import LeadResult
@@ -281,10 +281,20 @@ class LeadLoop(AgentRunner):
         self.events_pending += self._new_events()
         if self.events_pending:  # for the next turn
             return False
-        try:
-            status = self.ctx.control().call(control.Status(id=control.new_id()), timeout=10)
-        except NotRunning:
-            return True
+        # Asked a second at a time: a supervisor brought down under it answers nothing, and
+        # is seen gone at once, not after a wait of 10 s that ends the lead as an error.
+        deadline = time.monotonic() + 10
+        while True:
+            if control.running_pid(self.ctx.paths.runtime_dir()) is None:
+                return True
+            try:
+                status = self.ctx.control().call(control.Status(id=control.new_id()), timeout=1)
+                break
+            except NotRunning:
+                return True
+            except Timeout:
+                if time.monotonic() > deadline:
+                    raise
         mates = [t for t in status.teammates if t.role == "teammate"]
         if any(t.state in WORKING for t in mates):
             return False

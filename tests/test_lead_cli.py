@@ -413,3 +413,36 @@ def test_chat_that_keeps_its_team_follows_a_second_goal_through(root: Path) -> N
     assert text.count("lead> Done") == 2 and "lead> Done: 2 of 2 tasks completed." in text, text
     assert text.count("[shutdown approved] worker-1") == 2, text
     nothing_left_under(root / "state")
+
+
+def test_a_lead_whose_team_is_brought_down_stops_with_the_work_unfinished(root: Path) -> None:
+    team = Team.create("t", root=root / "state", cwd=str(root))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "supervisor.cli",
+            "--root",
+            str(root / "state"),
+            "lead",
+            "t",
+            "--prompt",
+            "1. A: `sleep 30`",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    try:
+        wait_for(lambda: team.is_up() and team.status().lead_pid is not None, timeout=30)
+        team.down(grace=2)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        team.close()
+    # It saw the supervisor gone, not a status call timing out as an error.
+    assert proc.returncode == 3 and "the lead stopped (unfinished)" in err, err
+    nothing_left_under(root / "state")
