@@ -301,10 +301,9 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
     nothing_left_under(root / "state")
 
 
-@pytest.mark.parametrize("ending", [b"/exit\n", b"\x04"])  # Ctrl-D: a terminal says end of input once
-def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path, ending: bytes) -> None:
-    # A terminal hands over one line a read: the goal's first line used to be a turn of its
-    # own ("I need steps to hand out", a failed turn) and the steps another.
+def chat_in_a_terminal(root: Path) -> tuple[subprocess.Popen[str], int]:
+    """``agentteams chat c --keep`` reading a terminal: the process, and the terminal's end
+    to type into (the caller closes it)."""
     master, slave = os.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--keep"],
@@ -315,6 +314,14 @@ def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path, ending:
         cwd=root,
     )
     os.close(slave)
+    return proc, master
+
+
+@pytest.mark.parametrize("ending", [b"/exit\n", b"\x04"])  # Ctrl-D: a terminal says end of input once
+def test_chat_takes_lines_pasted_into_a_terminal_as_one_turn(root: Path, ending: bytes) -> None:
+    # A terminal hands over one line a read: the goal's first line used to be a turn of its
+    # own ("I need steps to hand out", a failed turn) and the steps another.
+    proc, master = chat_in_a_terminal(root)
     try:
         assert proc.stdout is not None
         os.write(master, GOAL.encode())  # pasted at once
@@ -384,16 +391,7 @@ def test_a_goal_the_offline_lead_refuses_is_named_whole_and_a_nan_timeout_is_ref
 
 
 def test_chat_that_keeps_its_team_follows_a_second_goal_through(root: Path) -> None:
-    master, slave = os.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--keep"],
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-    )
-    os.close(slave)
+    proc, master = chat_in_a_terminal(root)
     shown: list[str] = []
     try:
         assert proc.stdout is not None
