@@ -4,6 +4,8 @@ fixing a task from the command line, refusals instead of silent guesses, readabl
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import subprocess
 import time
@@ -162,6 +164,26 @@ def test_a_team_with_teammates_is_deleted_after_down_only_with_force(root: Path)
     assert "still has 1 teammate(s): ann" in err and "delete them with it: --force" in err, err
     cli(root, "team", "delete", "t", "--force")
     assert not (root / "teams" / "t").exists()
+
+
+def test_watch_ends_when_its_team_is_deleted(root: Path) -> None:
+    cli(root, "team", "create", "t")
+    master, slave = os.openpty()  # a terminal: the live view draws its frames
+    watch = subprocess.Popen(
+        [*AGENTTEAMS, "watch", "t", "--root", str(root)], stdout=slave, stderr=subprocess.PIPE, text=True
+    )
+    os.close(slave)
+    try:
+        # Its first frame, of a team that is not up, shows first.
+        assert select.select([master], [], [], 20)[0] and os.read(master, 1)
+        cli(root, "team", "delete", "t")
+        _, err = watch.communicate(timeout=20)  # it used to go on advising 'agentteams up t'
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        os.close(master)
+    assert watch.returncode == 0 and "team 't' was deleted; the view ends" in err, err
 
 
 def test_an_empty_or_wrong_root_is_refused(root: Path, tmp_path: Path) -> None:

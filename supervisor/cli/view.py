@@ -272,6 +272,9 @@ def live(team: Team, refresh: float = 0.5, compact: bool = False) -> None:
         try:
             while True:
                 time.sleep(refresh)
+                if not team.store.exists():  # deleted: there is nothing left to bring up
+                    break
                 view.update(frame())
         except KeyboardInterrupt:
-            pass
+            return
+    print(f"agentteams: team {team.name!r} was deleted; the view ends", file=sys.stderr)
