@@ -53,7 +53,11 @@ def test_ps_shows_the_resident_door_under_the_supervisor_in_text_and_json(root: 
         lines = ps(root).splitlines()
         assert lines[0].startswith(f"t: supervisor {tree['supervisor']['pid']}"), lines
         (row,) = [line for line in lines if "resident door" in line]
-        assert row.startswith(f"├─ resident door {door}  cpu ") and " MiB  up " in row, lines
+        assert (
+            row[:2] in ("├─", "└─")
+            and row[2:].startswith(f" resident door {door}  cpu ")
+            and " MiB  up " in row
+        ), lines
 
         live = team.ps()
         live.teammates = [

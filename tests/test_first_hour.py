@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -368,7 +369,7 @@ def test_ps_measures_cpu_and_draws_tools_under_their_teammate(root: Path) -> Non
         mate = wait_for(spinning, timeout=15)
         assert mate["task"]["subject"] == "spin" and mate["state"] == "running"
         text = cli(root, "ps", "t").stdout
-        assert "│   └─" in text or "│       └─" in text
+        assert re.search(r"^[│ ]   +└─ ", text, re.M), text
         team.shutdown("alice", force=True, grace=0.5)
 
 

@@ -47,6 +47,7 @@ def test_ps_shows_in_process_teammates_as_threads_under_their_host(
         assert "2 teammates as its threads" in text[row], text
         for i, name in enumerate(("ann", "ben")):  # under it, one row each
             assert f"{name} " in text[row + 1 + i] and f"thread {tids[name]} at:{name}" in text[row + 1 + i]
+        assert text[row + 2].startswith(("│   └─ ben", "    └─ ben")), text  # the host's last thread
 
         ps_view.print_tree(tree, rows=2)  # the row budget counts them as teammates
         budget = capsys.readouterr().out

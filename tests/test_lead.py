@@ -343,9 +343,11 @@ def test_kill_9_of_a_parent_leaves_no_subagent_running(root: Path, monkeypatch: 
                 text=True,
             ).stdout
             lines = shown.splitlines()
-            lead_line = next(i for i, line in enumerate(lines) if line.startswith("├─ team-lead"))
+            lead_line = next(
+                i for i, line in enumerate(lines) if line.startswith(("├─ team-lead", "└─ team-lead"))
+            )
             assert (
-                lines[lead_line + 1].startswith(f"│   ├─ {sub.name}") and "(subagent of team-lead)" in shown
+                lines[lead_line + 1][4:].startswith(f"└─ {sub.name}") and "(subagent of team-lead)" in shown
             )
 
             os.kill(lead.pid, signal.SIGKILL)

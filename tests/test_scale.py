@@ -133,7 +133,7 @@ MATES, BUSY, ROWS = 24, 3, 5
 
 
 def _teammate_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("├─ w")]
+    return [line for line in text.splitlines() if line.startswith(("├─ w", "└─ w"))]
 
 
 def test_ps_status_watch_and_task_list_show_a_count_and_the_busy_first_within_a_row_budget(
