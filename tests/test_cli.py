@@ -122,8 +122,30 @@ def test_invalid_toml_names_the_line(root: Path) -> None:
     wrong = root / "wrong.toml"
     wrong.write_text('[team]\nname = "x"\n[[teammates]]\nname = 1\n')
     err = cli(root, "run", str(wrong), ok=False).stderr
-    assert "$.teammates[0].name" in err
+    assert "wrong.toml: teammates[0].name: expected `str`, got `int`" in err, err
     assert not (root / "teams").exists()
+
+
+def test_a_scenarios_mistakes_are_named_in_its_own_words_before_anything_is_made(root: Path) -> None:
+    for i, (text, said) in enumerate(
+        (
+            (
+                '[[teammates]]\nname = "w"\n[[tasks]]\nsubject = "A"\n',
+                "tasks[0] has no key; every [[tasks]] needs one",
+            ),
+            ('[[teammates]]\nname = "w"\nmodle = "x"\n', "teammates[0] has an unknown key 'modle'"),
+            (
+                '[[teammates]]\nname = "w"\nagent_type = "nope"\n',
+                "teammates[0].agent_type: unknown agent type 'nope'; known: general-purpose",
+            ),
+        )
+    ):
+        scenario = root / f"mistake{i}.toml"
+        scenario.write_text(f'[team]\nname = "m{i}"\n{text}')
+        err = cli(root, "run", str(scenario), ok=False).stderr
+        assert err.startswith(f"agentteams: error: {scenario}: {said}"), err
+        assert err.count("\n") == 1, err
+    assert not (root / "teams").exists() and not (root / "work").exists()
 
 
 def test_scenario_cycle_is_refused_before_anything_is_written(root: Path) -> None:

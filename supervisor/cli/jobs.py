@@ -114,13 +114,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = sc.load(args.scenario)
     root = resolve_root(args.root)
     team = Team(spec.team.name, root=root)
+    cwd = sc.workdir(spec, args.scenario, root, args.cwd)
+    sc.check_agent_types(spec, cwd, str(args.scenario))
     before = 0
     if team.store.exists():
         if args.fresh:
             team.delete(force=True)
         else:
             before = sc.check_rerun(team, spec, str(args.scenario))
-    cwd = sc.workdir(spec, args.scenario, root, args.cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
     if not team.store.exists():
         team = Team.create(spec.team.name, root=root, description=spec.team.description, cwd=str(cwd))
     started = time.monotonic()

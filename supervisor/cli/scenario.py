@@ -10,6 +10,7 @@ never reported as this one's. Its commands run in a directory of its own.
 
 from __future__ import annotations
 
+import re
 import time
 import tomllib
 from collections.abc import Callable
@@ -78,7 +79,8 @@ class RunReport(msgspec.Struct, kw_only=True):
 
 def workdir(scenario: Scenario, origin: Path, root: Path, given: str | None) -> Path:
     """Where the scenario's commands run: ``given`` (--cwd), else the scenario's
-    ``team.cwd`` (relative to its file), else a directory of its own under the root."""
+    ``team.cwd`` (relative to its file), else a directory of its own under the root; made
+    by the caller once the scenario is checked."""
     if given:
         path = Path(given).expanduser().absolute()
     elif scenario.team.cwd:
@@ -87,8 +89,19 @@ def workdir(scenario: Scenario, origin: Path, root: Path, given: str | None) -> 
         path = root / "work" / normalise_team_name(scenario.team.name)
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"the working directory {path} is a file; give a directory")
-    path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_agent_types(scenario: Scenario, cwd: Path, origin: str) -> None:
+    """Each teammate's agent type as its supervisor will resolve it (from the directory it
+    works in), checked before the team is made rather than at its spawn."""
+    from ipc.agents import resolve  # its YAML and rules: only for a run
+
+    for i, mate in enumerate(scenario.teammates):
+        try:
+            resolve(mate.agent_type, Path(mate.cwd) if mate.cwd else cwd)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{origin}: teammates[{i}].agent_type: {exc.message}") from None
 
 
 def check_rerun(team: Any, scenario: Scenario, origin: str) -> int:
@@ -127,9 +140,26 @@ def parse(data: dict[str, Any], origin: str = "scenario") -> Scenario:
         scenario = msgspec.convert(data, Scenario)
     except msgspec.ValidationError as exc:
         # msgspec says e.g. "Expected `str`, got `int` - at `$.teammates[0].name`"
-        raise InvalidInput(f"{origin}: {exc}") from None
+        raise InvalidInput(f"{origin}: {_in_toml_words(str(exc))}") from None
     validate(scenario, origin)
     return scenario
+
+
+def _in_toml_words(error: str) -> str:
+    """msgspec's words for a scenario's mistake, its JSON path as the TOML reads:
+    "Object missing required field `key` - at `$.tasks[0]`" becomes
+    "tasks[0] has no key; every [[tasks]] needs one"."""
+    what, _, where = error.partition(" - at `$")
+    where = where.rstrip("`").lstrip(".") or "the file"
+    missing = re.fullmatch(r"Object missing required field `(\w+)`", what)
+    if missing:
+        table = re.sub(r"\[\d+\]$", "", where)
+        every = f"; every [[{table}]] needs one" if table != where else ""
+        return f"{where} has no {missing[1]}{every}"
+    unknown = re.fullmatch(r"Object contains unknown field `(.+)`", what)
+    if unknown:
+        return f"{where} has an unknown key {unknown[1]!r}"
+    return f"{where}: {what[0].lower()}{what[1:]}" if what else error
 
 
 def validate(scenario: Scenario, origin: str) -> None:
