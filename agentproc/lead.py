@@ -70,6 +70,7 @@ class LeadChannel:
         if self.engine_ring is not None:
             self.poller.register(self.engine_ring.fileno())
         self.terminal = terminal
+        self.piped = terminal and not os.isatty(sys.stdin.fileno())
         if terminal:
             self.poller.register(sys.stdin.fileno())
         self.typed = b""  # terminal input not yet a whole line
@@ -111,6 +112,9 @@ class LeadChannel:
             chunk = os.read(fd, 65536)
             if not chunk:
                 self.typed += b"\n\x04\n"  # end of input: a line, then the end mark as a line
+                if self.piped:  # a pipe stays readable at its end: no more to wait for there
+                    self.poller.unregister(fd)
+                    self.terminal = False
                 return
             self.typed += chunk
             if not select.select([fd], [], [], 0)[0]:
@@ -150,6 +154,7 @@ class LeadLoop(AgentRunner):
         self.result = LeadResult(team=self.ctx.team, answer="", stopped_by="done", turns=0, seconds=0.0)
         self.failed_turns = 0
         self.input_ended = False
+        self.finish_then_end = False  # a pipe's input ended: the lead goes on as `lead` does
 
     # ------------------------------------------------------------ inputs
 
@@ -202,7 +207,11 @@ class LeadLoop(AgentRunner):
 
     def _read_terminal(self) -> None:
         for line in self.channel.lines():
-            if line == "\x04" or line.strip() in ("/exit", "/quit"):
+            if line == "\x04" and self.channel.piped:
+                # A terminal's Ctrl-D ends the chat; the end of a pipe leaves the lead to
+                # see through what it was given, as a headless lead does.
+                self.finish_then_end = True
+            elif line == "\x04" or line.strip() in ("/exit", "/quit"):
                 self.input_ended = True
             elif line.strip():
                 self.typed.append(line)
@@ -328,9 +337,10 @@ class LeadLoop(AgentRunner):
                     continue
                 if self.ctx.team_deleted:
                     break
-                if self.launch.interactive:
-                    if self.input_ended:
-                        break
+                if self.input_ended:  # /exit, or a terminal's Ctrl-D
+                    break
+                if self.launch.interactive and not self.finish_then_end:
+                    pass  # what is typed next
                 elif self.settled():
                     now = time.monotonic()
                     if quiet_since is not None and now - quiet_since >= QUIET:

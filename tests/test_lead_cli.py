@@ -301,6 +301,32 @@ def test_chat_shows_teammates_messages_between_turns_and_the_leads_answers(root:
     nothing_left_under(root / "state")
 
 
+def test_chat_reading_a_pipe_sees_its_goal_through_after_the_pipe_ends(root: Path) -> None:
+    # It used to end at the pipe's end, as at a Ctrl-D, before the lead's first turn.
+    done = subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "c", "--allow-pipe"],
+        input=GOAL,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "worker-1: Completed task #1: Make the numbers" in done.stdout
+    assert "lead> Done: 4 of 4 tasks completed." in done.stdout, done.stdout
+    # `/exit` in the pipe still ends it at once, its goal unfinished.
+    ended = subprocess.run(
+        [sys.executable, "-m", "supervisor.cli", "--root", str(root / "state"), "chat", "d", "--allow-pipe"],
+        input=GOAL + "/exit\n",
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=90,
+    )
+    assert "lead> Done: 4 of 4" not in ended.stdout, ended.stdout
+    nothing_left_under(root / "state")
+
+
 def chat_in_a_terminal(root: Path) -> tuple[subprocess.Popen[str], int]:
     """``agentteams chat c --keep`` reading a terminal: the process, and the terminal's end
     to type into (the caller closes it)."""
