@@ -250,6 +250,14 @@ def test_down_is_stopping_not_removing_and_a_run_continues(root: Path) -> None:
         "w-1",
         "w-2",
     ]
+    # Members still, shown so while the team is down: they used to vanish from ps and watch.
+    (tree,) = json.loads(cli(root, "ps", "again", "--json").stdout)["teams"]
+    assert [(m["name"], m["state"], m["pid"]) for m in tree["teammates"]] == [
+        ("w-1", "down", None),
+        ("w-2", "down", None),
+    ]
+    assert "w-2                  -  down" in cli(root, "ps", "again").stdout
+    assert "w-1 " in cli(root, "watch", "again", "--once").stdout
     up = json.loads(cli(root, "up", "again", "--json").stdout)
     assert up["resumed"] == [m["name"] for m in members]
     cli(root, "down", "again")

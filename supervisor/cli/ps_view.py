@@ -144,9 +144,10 @@ def _print_mate(out: list[str], mate: MateTree, indent: str) -> None:
     proc = mate.process
     task = f"#{mate.task.id} {mate.task.subject}" if mate.task else ""
     role = f" (subagent of {mate.parent})" if mate.role == "subagent" else ""
-    if mate.host and mate.pid is None:  # another host's teammate: no process to show here
+    if mate.pid is None and mate.process is None:  # another host's, or not running: no process to show
+        on_host = f"on host {mate.host}  " if mate.host else ""
         out.append(
-            f"{indent}├─ {mate.name:<14} {'-':>7}  {mate.state:<8} on host {mate.host}  unread {mate.unread}  {task}"
+            f"{indent}├─ {mate.name:<14} {'-':>7}  {mate.state:<8} {on_host}unread {mate.unread}  {task}{role}"
         )
         return
     role += f"  on {mate.host}" if mate.host else ""

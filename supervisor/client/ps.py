@@ -224,8 +224,9 @@ def team_tree(
 
 
 def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
-    """Without a supervisor: members that are outside clients (MCP sessions), from the
-    config, with the server process it names while that process runs."""
+    """Without a supervisor: the members from the config. Outside clients (MCP sessions)
+    with the server process it names while that process runs; this host's teammates as
+    "down" (members still: ``up`` brings them back); another host's are ``elsewhere``'s."""
     try:
         members = team.config().teammates()
     except AgentTeamsError:
@@ -233,13 +234,25 @@ def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
     owned = {t.owner_name: t for t in tasks if t.status == "in_progress" and t.owner_name}
     found = []
     for m in members:
+        task = owned.get(m.name)
+        ref = TaskRef(id=task.id, subject=task.subject) if task is not None else None
         if m.backend_type != "mcp":
+            if not m.host_name or m.host_name == team.host:
+                found.append(
+                    MateTree(
+                        name=m.name,
+                        state="down",
+                        pid=None,
+                        restarts=0,
+                        unread=_unread(team, m.name),
+                        task=ref,
+                    )
+                )
             continue
         pane = m.tmux_pane_id.removeprefix("mcp:")
         process = describe(int(pane)) if pane.isdigit() else None
         if process is not None and " mcp " not in f" {process.cmdline} ":
             process = None  # the number was reused by a stranger
-        task = owned.get(m.name)
         found.append(
             MateTree(
                 name=m.name,
@@ -247,7 +260,7 @@ def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
                 pid=process.pid if process is not None else None,
                 restarts=0,
                 unread=_unread(team, m.name),
-                task=TaskRef(id=task.id, subject=task.subject) if task is not None else None,
+                task=ref,
                 process=process,
             )
         )
@@ -357,8 +370,10 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
     snap = PsReport(problems=problems)
     for team in teams:
         status = statuses[team.name]
+        # Down: its members from the files. Up but not answering: nothing to say of them.
+        answers = status or not team.is_up()
         tree = (
-            team_tree(team, status, kids, rows) if status else TeamTree(team=team.name, root=str(team.root))
+            team_tree(team, status, kids, rows) if answers else TeamTree(team=team.name, root=str(team.root))
         )
         elsewhere(team, tree)
         snap.teams.append(tree)
