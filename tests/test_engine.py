@@ -11,8 +11,9 @@ import subprocess
 import sys
 import textwrap
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -435,3 +436,36 @@ def test_server_binary_comes_from_the_wheel() -> None:
     assert engine_server.server_binary().parent == Path(sys.executable).parent
     with pytest.raises(InvalidInput):
         engine_server.start(Path("/nonexistent"), port=0)
+
+
+def test_two_supervisors_claiming_one_host_name_at_once_one_wins(
+    hosts: tuple[TeamState, TeamState], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipc.engine import remote
+    from supervisor.daemon import engine_host
+
+    a, b = hosts
+    assert a.engine is not None and b.engine is not None
+    other = b.engine
+    real = remote.call
+    meanwhile: list[Callable[[], object]] = []
+
+    def asked(engine: Any, host: str, request: Any, timeout: float) -> Any:
+        while meanwhile:  # what happens on the engine while this supervisor asks
+            meanwhile.pop()()
+        return real(engine, host, request, timeout)
+
+    monkeypatch.setattr(remote, "call", asked)
+    # Nobody answers for "hy" either time: the other asks, finds it free and claims it
+    # while this one asks; this one finds it free too, and is refused.
+    meanwhile.append(lambda: engine_host.claim_host_name(other, "hy"))
+    with pytest.raises(Conflict, match="'hy' is held by a supervisor that claimed it at the same moment"):
+        engine_host.claim_host_name(a.engine, "hy")
+    # Its holder marked dead meanwhile (by a host whose lease on it ran out): taken, not refused.
+    held = other.get("host.hy", fresh=True)
+    assert held is not None and b'"state":"up"' in held.data
+    dead = held.data.replace(b'"state":"up"', b'"state":"dead"')
+    meanwhile.append(lambda: other.update("host.hy", lambda _: dead, "marking hy dead"))
+    engine_host.claim_host_name(a.engine, "hy")
+    now = a.engine.get("host.hy", fresh=True)
+    assert now is not None and b'"state":"up"' in now.data and not meanwhile

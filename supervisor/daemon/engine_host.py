@@ -70,6 +70,44 @@ class Ready(msgspec.Struct):
     ids: list[str]
 
 
+def claim_host_name(engine: EngineTeam, host: str) -> None:
+    """Refuse this host's name while another supervisor holds it: two would run the same
+    members and answer each other's requests. The holder is asked on the engine, where it
+    answers for the name: no responder is a name free (its supervisor gone, however it
+    went), an answer or a wait is one held. No clocks or pids are compared. Two claiming it
+    at once both find it free: the host's record, read before asking, is then written by
+    compare-and-set, and only one of them writes it."""
+    key = f"host.{host}"
+    before, _ = engine.lookup(key, fresh=True)
+    held = "a live supervisor"
+    try:
+        remote.call(engine, host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
+    except NotRunning:
+        won = False
+
+        def claim(current: Entry | None) -> bytes | None:
+            nonlocal won
+            unchanged = (current.rev if current else 0) == (before.rev if before else 0)
+            record = _record(current)
+            # Changed by a claim (state "up"), not by a host marking the last holder dead.
+            won = unchanged or (record is not None and record.state != "up")
+            if won:
+                return msgspec.json.encode(HostRecord(host=host, pid=os.getpid(), state="up"))
+            return current.data if current is not None else None
+
+        engine.update(key, claim, f"claiming host name {host!r}")
+        if won:
+            return
+        held = "a supervisor that claimed it at the same moment"
+    except Timeout:
+        held = f"a supervisor that did not answer within {CLAIM_TIMEOUT:g}s"
+    except TransportError:
+        raise  # the engine away: nothing can be claimed
+    except Exception:  # an answer of any kind (a refusal, one we cannot read): someone holds it
+        pass
+    raise Conflict(f"host name {host!r} is held by {held}; give this one another with 'up --host-name NAME'")
+
+
 class EngineHost:
     def __init__(
         self,
@@ -83,7 +121,7 @@ class EngineHost:
         self.state = state
         self.engine: EngineTeam = state.engine
         self.host = state.host
-        self._claim_name()  # before it answers or hears anything as this host
+        claim_host_name(self.engine, self.host)  # before it answers or hears anything as this host
         self.route_tasks = route_tasks
         self._actions: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -162,26 +200,6 @@ class EngineHost:
         self.route_tasks(ids)
 
     # ------------------------------------------------------------ heartbeats and leases
-
-    def _claim_name(self) -> None:
-        """Refuse this host's name while another supervisor holds it: two would run the same
-        members and answer each other's requests. The holder is asked on the engine, where it
-        answers for the name: no responder is a name free (its supervisor gone, however it
-        went), an answer or a wait is one held. No clocks or pids are compared."""
-        held = "a live supervisor"
-        try:
-            remote.call(self.engine, self.host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
-        except NotRunning:
-            return
-        except Timeout:
-            held = f"a supervisor that did not answer within {CLAIM_TIMEOUT:g}s"
-        except TransportError:
-            raise  # the engine away: nothing can be claimed
-        except Exception:  # an answer of any kind (a refusal, one we cannot read): someone holds it
-            pass
-        raise Conflict(
-            f"host name {self.host!r} is held by {held}; give this one another with 'up --host-name NAME'"
-        )
 
     def _write_record(self, state: str) -> None:
         self.beat += 1
