@@ -108,15 +108,20 @@ class TaskReads:
         except (NotFound, CorruptFile):
             return None
 
+    def _blocks(self, task_id: str) -> bool:
+        """Whether blocker ``task_id`` is still open: it exists and is not completed. One
+        whose file is damaged (a peer killed mid-write) is open: its status cannot be read,
+        and taking it for done would start what it blocks."""
+        try:
+            return self._read(task_id).status != "completed"
+        except NotFound:
+            return False
+        except CorruptFile:
+            return True
+
     def open_blockers(self, task: Task) -> builtins.list[str]:
-        """Blockers of ``task`` that exist and are not completed."""
-        return [
-            b
-            for b in task.blocked_by
-            if not self.window.behind(b)
-            and (t := self._get_or_none(b)) is not None
-            and t.status != "completed"
-        ]
+        """Blockers of ``task`` that exist and are not completed (or cannot be read)."""
+        return [b for b in task.blocked_by if not self.window.behind(b) and self._blocks(b)]
 
     def is_claimable(self, task: Task) -> bool:
         return (
