@@ -299,14 +299,18 @@ def _fsync_dir(path: Path) -> None:
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """Append one line to a JSONL log with O_APPEND (one write(2): never interleaved)."""
+    """Append one line to a JSONL log with O_APPEND (one write(2): never interleaved). A
+    log whose last line a killed writer left without its end gets one first: this line
+    would otherwise be joined to it, and readers would skip both."""
     ensure_dir(path.parent)
     try:
         if _write_hook is not None:
             _write_hook(path, line)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
         try:
-            os.write(fd, line if line.endswith(b"\n") else line + b"\n")
+            size = os.fstat(fd).st_size
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            os.write(fd, (b"\n" if torn else b"") + (line if line.endswith(b"\n") else line + b"\n"))
             if durability() != "none":
                 os.fsync(fd)
         finally:

@@ -107,3 +107,29 @@ def test_a_followed_log_yields_each_complete_line_once_and_waits_for_a_torn_one(
     assert read_jsonl_after(log, dict[str, int], offset) == ([], offset)
     log.write_bytes(b'{"n": 3}\n')  # deleted and made again, shorter
     assert read_jsonl_after(log, dict[str, int], offset)[0] == [{"n": 3}]
+
+
+def test_a_line_appended_after_a_killed_writers_torn_one_is_read(tmp_path: Path) -> None:
+    # A kill can cut a line longer than a page: the next append was joined to it, and
+    # readers skipped both (an archived message, a transcript entry, an event lost).
+    log = tmp_path / "archive.jsonl"
+    append_line(log, b'{"n": 1}')
+    with open(log, "ab") as f:
+        f.write(b'{"n": 2, "text": "cut sh')  # its writer killed part-way
+    append_line(log, b'{"n": 3}')
+    assert read_jsonl_after(log, dict[str, object], 0)[0] == [{"n": 1}, {"n": 3}]
+    append_line(log, b'{"n": 4}\n')  # a whole last line gets nothing before the next
+    assert log.read_bytes().endswith(b'cut sh\n{"n": 3}\n{"n": 4}\n')
+
+
+def test_a_blocker_whose_file_is_torn_still_blocks(root: Path, team: str) -> None:
+    # A peer that writes task files in place, killed mid-write, leaves a blocker that cannot
+    # be read: it was taken for done, and what it blocks could be claimed and started.
+    tl = TaskList(root, team)
+    tl.create("first")
+    tl.create("second")
+    tl.update("2", add_blocked_by=["1"])
+    path = tl.paths.task("1")
+    path.write_bytes(path.read_bytes()[:30])
+    assert tl.claim("2", "alice").reason == "blocked"
+    assert tl.open_blockers(tl.get("2")) == ["1"]
