@@ -15,7 +15,6 @@ supervisor started from a git hook must not act on the hook's repository).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -137,8 +136,10 @@ def create(paths: TeamPaths, name: str, cwd: str) -> Worktree:
 
 
 def changes(tree: Worktree) -> tuple[list[str], int]:
-    """(files changed or added, commits made) in the worktree since it started."""
-    status = _git(tree.path, "status", "--porcelain", "--untracked-files=all").stdout
+    """(files changed or added, commits made) in the worktree since it started. Files git
+    ignores count too: a teammate's output under an ignored path (results, a build, a
+    ``.env``) is its work, and removing the worktree would delete it."""
+    status = _git(tree.path, "status", "--porcelain", "--untracked-files=all", "--ignored").stdout
     files = [line[3:] for line in status.splitlines() if line.strip()]
     commits = _git(tree.path, "rev-list", "--count", f"{tree.base}..HEAD").stdout.strip()
     return files, int(commits or 0)
@@ -157,7 +158,6 @@ def finish(paths: TeamPaths, name: str) -> Worktree | None:
     if files or commits:
         return tree
     _git(tree.repository, "worktree", "remove", "--force", tree.path, check=False)
-    shutil.rmtree(tree.path, ignore_errors=True)  # what git left (ignored files)
     _git(tree.repository, "worktree", "prune", check=False)
     _git(tree.repository, "branch", "-D", tree.branch, check=False)
     _forget(paths, tree)

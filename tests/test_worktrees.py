@@ -89,6 +89,23 @@ def test_a_clean_worktree_goes_with_the_team(root: Path, repo: Path) -> None:
     assert "dave" not in git(repo, "worktree", "list")
 
 
+def test_a_worktree_holding_only_files_git_ignores_is_kept(root: Path, tmp_path: Path) -> None:
+    # "Clean" by git status, it was removed, and a teammate's output under an ignored path
+    # (results, a build, a .env) went with it.
+    repo = git_repo(tmp_path / "ignoring", {"src/a.txt": "a\n", ".gitignore": "out/\n"})
+    paths = TeamPaths(root, "t")
+    tree = worktrees.create(paths, "bob", str(repo))
+    (Path(tree.path) / "out").mkdir()
+    (Path(tree.path) / "out" / "results.csv").write_text("1,2\n")
+    assert worktrees.finish(paths, "bob") == tree
+    assert (Path(tree.path) / "out" / "results.csv").read_text() == "1,2\n"
+    assert worktrees.changes(tree) == (["out/results.csv"], 0)
+    # Without them it goes, as before.
+    (Path(tree.path) / "out" / "results.csv").unlink()
+    (Path(tree.path) / "out").rmdir()
+    assert worktrees.finish(paths, "bob") is None and not Path(tree.path).exists()
+
+
 def test_outside_a_git_repository_it_is_refused_clearly(root: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
