@@ -106,9 +106,13 @@ def argv(spec: LaunchSpec, extra: list[str] | None = None) -> list[str]:
 
 
 def is_users_home(root: Path) -> bool:
-    """True if ``root`` is the Claude Code home a plain ``claude`` uses (``~/.claude``)."""
+    """True if ``root`` is the Claude Code home a plain ``claude`` uses: ``~/.claude``, or
+    the user's own ``$CLAUDE_CONFIG_DIR``."""
+    homes = [Path.home() / ".claude"]
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        homes.append(Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser())
     try:
-        return root.resolve() == (Path.home() / ".claude").resolve()
+        return any(root.resolve() == home.resolve() for home in homes)
     except OSError:
         return False
 
