@@ -166,7 +166,9 @@ def print_snapshot(snap: PsReport, rows: int | None = busy.DEFAULT_ROWS) -> None
     for tree in snap.teams:
         print_tree(tree, rows)
     for cc in snap.claude_code:
-        if cc.live is None:
+        if cc.live is None and cc.lead_pid is not None:
+            state = "its lead ran in another pid namespace: live or not cannot be told here"
+        elif cc.live is None:
             state = "lead not recorded (Claude Code 2.1.38): live or not cannot be told"
         else:
             state = "live" if cc.live else "stale (its lead session is gone)"

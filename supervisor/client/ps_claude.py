@@ -14,9 +14,10 @@ import msgspec
 if TYPE_CHECKING:
     import psutil  # imported where used: a command that does not look at processes skips it
 
+from ipc import cc_registry
 from ipc.osproc import command_line_args
 from ipc.process_tree import ClaudeProcess, ClaudeTeam
-from ipc.schemas import LEAD_NAME, TeamConfig
+from ipc.schemas import LEAD_NAME, LeadProcess, TeamConfig
 
 
 def claude_code_processes(team: str | None = None, root: str | None = None) -> list[tuple[int, str]]:
@@ -97,7 +98,6 @@ def claude_code_teams(
 ) -> list[ClaudeTeam]:
     """Teams under ``root`` that Claude Code runs: those with a lead session record
     (2.1.330's ``leadProcess``) and those whose members run as real ``claude`` processes."""
-    import psutil
 
     procs = claude_code_processes(team, root)
     by_team: dict[str, list[ClaudeProcess]] = {}
@@ -120,8 +120,10 @@ def claude_code_teams(
         if not processes and not claude_made(config, ours):
             continue
         live: bool | None = None  # 2.1.38 records no lead process: unknown unless a member runs
-        if processes or lead_pid is not None:
-            live = bool(processes) or psutil.pid_exists(lead_pid or 0)
+        if processes:
+            live = True
+        elif not isinstance(config.lead_process, msgspec.UnsetType):
+            live = lead_alive(config.lead_process)
         out.append(
             ClaudeTeam(
                 team=config.name,
@@ -132,6 +134,26 @@ def claude_code_teams(
             )
         )
     return out
+
+
+def lead_alive(lead: LeadProcess) -> bool | None:
+    """Whether the session 2.1.330 recorded as the team's lead still runs: its pid, and the
+    start time it recorded (a pid taken over by another process is not it). None when it
+    ran in another pid namespace or machine, where its pid says nothing here."""
+    import psutil
+
+    # 2.1.330 writes e.g. "vm#pid:[4026531836]": its pid namespace is the part to compare.
+    space = lead.pid_space if isinstance(lead.pid_space, str) else ""
+    if "pid:[" in space and not space.endswith(os.readlink("/proc/self/ns/pid")):
+        return None
+    if not psutil.pid_exists(lead.pid):
+        return False
+    if lead.proc_start is None:
+        return True
+    try:
+        return str(lead.proc_start) == cc_registry.proc_start(lead.pid)
+    except (OSError, ValueError, IndexError):  # gone meanwhile, or unreadable: not the one recorded
+        return False
 
 
 def _is_agentteams(pid: int) -> bool:
