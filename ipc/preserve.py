@@ -29,13 +29,17 @@ def merged(original: dict[str, Any] | None, updated: msgspec.Struct) -> dict[str
     new: dict[str, Any] = msgspec.to_builtins(updated)
     if not original:
         return new
-    known = set(type(updated).__struct_encode_fields__)
+    kind = type(updated)
+    attrs = dict(zip(kind.__struct_encode_fields__, kind.__struct_fields__, strict=True))
     out: dict[str, Any] = {}
     for key, value in original.items():
-        if key not in known:
+        if key not in attrs:
             out[key] = value
         elif key in new:
-            out[key] = new[key]
+            inner = getattr(updated, attrs[key])
+            # A nested object of ours (2.1.330's leadProcess) keeps its unknown keys too.
+            nested = isinstance(inner, msgspec.Struct) and isinstance(value, dict)
+            out[key] = merged(value, inner) if nested else new[key]
     for key, value in new.items():
         out.setdefault(key, value)
     return out

@@ -170,3 +170,26 @@ def test_a_team_made_again_after_a_delete_is_never_read_as_the_deleted_one(
     monkeypatch.setattr("ipc.config.TORN_WAIT", 0.1)
     with pytest.raises(CorruptFile, match="config.json"):
         store.read()
+
+
+def test_a_rewrite_keeps_what_others_wrote_inside_leadprocess(root: Path) -> None:
+    # Claude Code 2.1.330 owns leadProcess: keys we do not know in it went at every rewrite.
+    store = TeamConfigStore(root, "t")
+    store.create("desc")
+    path = root / "teams" / "t" / "config.json"
+    raw = json.loads(path.read_text())
+    raw["leadProcess"] = {
+        "pid": 1,
+        "pidSpace": "vm#pid:[1]",
+        "claimedAt": 5,
+        "procStart": "7",
+        "hostName": "box",
+        "future": {"deep": [1, 2]},
+    }
+    raw["members"][0]["opencodeSessionId"] = "s-1"
+    path.write_text(json.dumps(raw))
+    store.add_member("alice")
+    again = json.loads(path.read_text())
+    assert again["leadProcess"] == raw["leadProcess"]
+    assert again["members"][0]["opencodeSessionId"] == "s-1"
+    assert [m["name"] for m in again["members"]] == ["team-lead", "alice"]
