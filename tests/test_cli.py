@@ -347,3 +347,14 @@ def test_sigterm_to_run_brings_the_team_down(root: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip() == "agentteams: interrupted"
     assert wait_for_gone(pids) == []
+
+
+def test_a_team_whose_config_is_torn_for_good_is_deleted_with_force(root: Path) -> None:
+    cli(root, "team", "create", "torn")
+    config = root / "teams" / "torn" / "config.json"
+    config.write_text('{"name": "torn", "memb')  # a peer killed mid-write, for good
+    said = cli(root, "team", "delete", "torn", ok=False).stderr
+    assert said.strip().endswith("'agentteams team delete torn --force' removes the team as it is"), said
+    assert config.exists()
+    cli(root, "team", "delete", "torn", "--force")
+    assert not (root / "teams" / "torn").exists() and not (root / "tasks" / "torn").exists()

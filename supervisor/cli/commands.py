@@ -52,7 +52,16 @@ def cmd_team(args: argparse.Namespace) -> int:
         )
         emit(args, config, f"created team {config.name} {where}" + _renamed(args.name, config.name, "team"))
     elif args.team_command == "delete":
-        team = open_team(args, args.name)
+        try:
+            team = open_team(args, args.name)
+        except CorruptFile as exc:  # a config torn for good: no command could read it, none remove it
+            if not args.force:
+                raise CorruptFile(
+                    exc.path,
+                    f"{exc.message.removeprefix(f'{exc.path}: ')}; "
+                    f"'agentteams team delete {args.name} --force' removes the team as it is",
+                ) from None
+            team = Team(args.name, root=args.root)
         team.delete(force=args.force)
         emit(args, {"deleted": team.name}, f"deleted team {team.name}")
     else:
