@@ -33,7 +33,7 @@ class Gate:
     def admit(self, message: InboxMessage) -> trust.Check | None:
         """The entry's check if it may be acted on (and shown); None if it was refused."""
         check = self.verifier.check(message)
-        reason = trust.refusal(message, parse_body(message.text), check)
+        reason = trust.refusal(message, parse_body(message.text), check, self.name)
         if reason is None:
             self.verifier.taken(message)
             return check

@@ -104,7 +104,7 @@ def event_of(message: InboxMessage, verifier: trust.Verifier | None = None) -> E
     body = parse_body(message.text)
     if verifier is not None:
         check = verifier.check(message)
-        reason = trust.refusal(message, body, check)
+        reason = trust.refusal(message, body, check, verifier.reader)
         if reason is not None:
             refusal = trust.record_refusal(verifier.paths, verifier.reader, message, reason)
             return Event(

@@ -237,6 +237,9 @@ class ModeSetRequest(_Body, tag="mode_set_request"):
     mode: str
     from_: str = field(name="from")
     timestamp: str
+    # agentteams': the teammate it is for. Claude Code's lead names none (and its teammates
+    # never take a mode from the inbox); ours do, so a copy in another inbox is refused.
+    target: str | UnsetType = UNSET
 
 
 class TeamPermissionUpdate(_Body, tag="team_permission_update"):
@@ -250,6 +253,7 @@ class TeamPermissionUpdate(_Body, tag="team_permission_update"):
     tool_name: str = ""  # the tool its first rule is for
     from_: str | UnsetType = field(default=UNSET, name="from")  # agentteams': who sent it
     timestamp: str | UnsetType = UNSET
+    target: str | UnsetType = UNSET  # agentteams': the teammate it is for (as a mode's)
 
 
 ProtocolBody = (

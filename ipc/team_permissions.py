@@ -30,7 +30,9 @@ def set_mode(messenger: Messenger, name: str, mode: str) -> str:
         raise InvalidInput("the lead's own mode is set when it starts (--permission-mode); name a teammate")
     messenger.store.require_member(member)
     messenger.store.update_member(member, permission_mode=mode)
-    messenger.send_body(LEAD_NAME, member, ModeSetRequest(mode=mode, from_=LEAD_NAME, timestamp=now_iso()))
+    messenger.send_body(
+        LEAD_NAME, member, ModeSetRequest(mode=mode, from_=LEAD_NAME, timestamp=now_iso(), target=member)
+    )
     return member
 
 
@@ -70,13 +72,14 @@ def update_permissions(messenger: Messenger, name: str, changes: list[Permission
         names = [messenger.store.require_member(member).name]
     for change in changes:
         rules = getattr(change, "rules", None)
-        body = TeamPermissionUpdate(
-            permission_update=permission_updates.as_object(change),
-            directory_path=cwd,
-            tool_name=rules[0].tool_name if rules else "",
-            from_=LEAD_NAME,
-            timestamp=now_iso(),
-        )
         for member in names:
+            body = TeamPermissionUpdate(
+                permission_update=permission_updates.as_object(change),
+                directory_path=cwd,
+                tool_name=rules[0].tool_name if rules else "",
+                from_=LEAD_NAME,
+                timestamp=now_iso(),
+                target=member,
+            )
             messenger.deliver_body(LEAD_NAME, member, body)
     return names

@@ -373,11 +373,12 @@ class Verifier:
             self.seen.add(message.msg_id)
 
 
-def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> str | None:
-    """Why ``message`` must not be acted on or shown as genuine, or None. Forged: never.
-    Commands (shutdown request, plan and permission answers) only from the lead; answers,
-    reports and requests only about their own sender. Unverified (a sender that cannot sign)
-    passes, marked as such where it is shown."""
+def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check, reader: str) -> str | None:
+    """Why ``message``, read from ``reader``'s inbox, must not be acted on or shown as
+    genuine, or None. Forged: never. Commands (shutdown request, plan and permission
+    answers, mode and permission changes) only from the lead, and only by the teammate they
+    name; answers, reports and requests only about their own sender. Unverified (a sender
+    that cannot sign) passes, marked as such where it is shown."""
     if check.status == FORGED:
         return check.reason
     sender = message.from_
@@ -390,9 +391,25 @@ def refusal(message: InboxMessage, body: ProtocolBody | None, check: Check) -> s
     )
     if isinstance(body, commands) and sender != LEAD_NAME:
         return f"a {_kind(body)} may come only from {LEAD_NAME}, not {sender}"
+    # The signature does not name the recipient (Claude Code's scheme): a genuine command
+    # copied into another inbox verifies there, so the command must name its reader.
+    addressee = _addressee(body)
+    if addressee is not None and addressee != reader:
+        named = f"is for {addressee}" if addressee else "names no teammate"
+        return f"a {_kind(body)} that {named} is not acted on by {reader}"
     about = _about(body)
     if about is not None and about != sender:
         return f"a {_kind(body)} about {about} cannot come from {sender}"
+    return None
+
+
+def _addressee(body: ProtocolBody | None) -> str | None:
+    """The teammate a command is for ("" if it names none), or None where its answer is
+    matched to a request of the reader's own (plan and permission answers)."""
+    if isinstance(body, ShutdownRequest):  # shutdown-{ms}@{name}, as Claude Code writes it
+        return body.request_id.rpartition("@")[2] if "@" in body.request_id else None
+    if isinstance(body, ModeSetRequest | TeamPermissionUpdate):
+        return body.target if isinstance(body.target, str) else ""
     return None
 
 

@@ -184,7 +184,7 @@ def test_only_the_lead_changes_permissions_and_its_model_can(
     assert refused.is_error and "'type' must be one of message" in refused.content
     assert len(team.inbox("ada").history()) == 2
     forged = InboxMessage(from_="bob", text=body_text(bodies[0]), timestamp="2026-01-01T00:00:00Z")
-    why = trust.refusal(forged, bodies[0], trust.Check(trust.VERIFIED))
+    why = trust.refusal(forged, bodies[0], trust.Check(trust.VERIFIED), "ada")
     assert why == "a ModeSetRequest may come only from team-lead, not bob"
 
 

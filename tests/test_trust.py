@@ -24,7 +24,14 @@ from ipc import TeamConfigStore, key_handover, trust
 from ipc.clock import now_iso
 from ipc.mailbox import Mailbox, new_message, new_msg_id
 from ipc.paths import TeamPaths
-from ipc.schemas import LEAD_NAME, InboxMessage, ShutdownRequest, body_text
+from ipc.schemas import (
+    LEAD_NAME,
+    InboxMessage,
+    ModeSetRequest,
+    ShutdownRequest,
+    TeamPermissionUpdate,
+    body_text,
+)
 from tests.runtime_helpers import running_team, wait_for
 
 # ---------------------------------------------------------------- the scheme
@@ -78,10 +85,35 @@ def test_commands_only_from_the_lead_and_reports_only_about_their_sender() -> No
     ok = trust.Check(trust.VERIFIED)
     request = ShutdownRequest(request_id="shutdown-1@alice", from_=LEAD_NAME, reason="r", timestamp="t")
     from_bob = InboxMessage(from_="bob", text=body_text(request), timestamp="t")
-    assert "only from team-lead" in (trust.refusal(from_bob, request, ok) or "")
+    assert "only from team-lead" in (trust.refusal(from_bob, request, ok, "alice") or "")
     from_lead = InboxMessage(from_=LEAD_NAME, text=body_text(request), timestamp="t")
-    assert trust.refusal(from_lead, request, ok) is None
-    assert trust.refusal(from_lead, None, trust.Check(trust.FORGED, "bad")) == "bad"
+    assert trust.refusal(from_lead, request, ok, "alice") is None
+    assert trust.refusal(from_lead, None, trust.Check(trust.FORGED, "bad"), "alice") == "bad"
+
+
+def test_the_leads_genuine_command_copied_into_another_inbox_is_refused_there() -> None:
+    # The signature does not name the recipient: a copy verifies in any inbox. alice obeyed
+    # dave's shutdown request, and bob's change to bypassPermissions, copied into hers.
+    ok = trust.Check(trust.VERIFIED)
+    commands = (
+        ShutdownRequest(request_id="shutdown-1@dave", from_=LEAD_NAME, reason="r", timestamp="t"),
+        ModeSetRequest(mode="bypassPermissions", from_=LEAD_NAME, timestamp="t", target="bob"),
+        TeamPermissionUpdate(permission_update={"type": "addRules"}, from_=LEAD_NAME, target="bob"),
+    )
+    for body in commands:
+        copied = InboxMessage(from_=LEAD_NAME, text=body_text(body), timestamp="t")
+        said = trust.refusal(copied, body, ok, "alice") or ""
+        assert said.startswith(f"a {type(body).__name__} that is for ") and said.endswith(
+            "not acted on by alice"
+        )
+        assert trust.refusal(copied, body, ok, said.split("is for ")[1].split(" ")[0]) is None
+    # One that names no teammate (only ours name theirs; Claude Code's teammates take none).
+    unnamed = ModeSetRequest(mode="bypassPermissions", from_=LEAD_NAME, timestamp="t")
+    unaddressed = InboxMessage(from_=LEAD_NAME, text=body_text(unnamed), timestamp="t")
+    assert (
+        trust.refusal(unaddressed, unnamed, ok, "bob")
+        == "a ModeSetRequest that names no teammate is not acted on by bob"
+    )
 
 
 def test_text_can_neither_close_nor_forge_the_wrapper() -> None:

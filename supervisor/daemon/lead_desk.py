@@ -148,7 +148,7 @@ class LeadDesk:
     def _judge(self, message: InboxMessage, policy: lead_inbox.Policy) -> lead_inbox.Verdict:
         """What to do with one entry, verified first: nothing it claims is acted on unless
         its sender may say it (ipc.trust)."""
-        reason = trust.refusal(message, parse_body(message.text), self.verifier.check(message))
+        reason = trust.refusal(message, parse_body(message.text), self.verifier.check(message), LEAD_NAME)
         verdict = lead_inbox.judge(message, policy, reason)
         if verdict.take and reason is None:
             self.verifier.taken(message)
