@@ -395,6 +395,11 @@ def test_bound_beyond_this_machine_it_answers_this_machines_names_and_says_so(tm
                 headers={"Authorization": "Bearer tok", "Host": f"{host}:{port}"},
             )
             assert answer.status_code != 421, answer.text
+        # The scheme is case-insensitive (RFC 7235): a client that writes 'bearer' is served.
+        lower = httpx2.post(f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "bearer tok"})
+        assert lower.status_code != 401, lower.text
+        wrong = httpx2.post(f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "bearer nope"})
+        assert wrong.status_code == 401
         foreign = httpx2.post(
             f"http://127.0.0.1:{port}/mcp",
             headers={"Authorization": "Bearer tok", "Host": f"evil.test:{port}"},

@@ -61,10 +61,9 @@ class Guard:
                 said = f"host {host!r} is not served here; use {allowed}"
                 reply = JSONResponse({"error": said, "kind": "ForeignHost"}, 421)  # as the web door says it
                 return await reply(scope, receive, send)
-            given = _header(headers, b"authorization") or ""
-            if self.token is not None and not hmac.compare_digest(
-                given.encode(), f"Bearer {self.token}".encode()
-            ):
+            bearer = _header(headers, b"authorization") or ""
+            given = bearer[7:] if bearer[:7].lower() == "bearer " else ""  # the scheme in any case
+            if self.token is not None and not hmac.compare_digest(given.encode(), self.token.encode()):
                 said = "a token is required: 'Authorization: Bearer TOKEN'"
                 reply = JSONResponse({"error": said, "kind": "Unauthorized"}, 401)
                 return await reply(scope, receive, send)
@@ -116,17 +115,18 @@ def http_app(
     team: str,
     as_member: str | None = None,
     *,
-    token: str | None = None,
-    allowed_hosts: list[str] | None = None,
+    token: str | None,
+    allowed_hosts: list[str] | None,
     path: str = "/mcp",
     fallback_poll: float = DEFAULT_FALLBACK_POLL,
 ) -> Starlette:
     """The MCP streamable HTTP endpoint for ``team`` at ``path``, as an ASGI app.
 
     ``as_member``: the session is that member (joined while the app runs). ``token``: every
-    request must carry ``Authorization: Bearer TOKEN`` (None: the caller checks, as a web
-    server that mounts this behind its own door does). ``allowed_hosts``: the ``Host``
-    values served (``"127.0.0.1:8765"``); None: any. A server that mounts the app must run
+    request must carry ``Authorization: Bearer TOKEN``. ``allowed_hosts``: the ``Host``
+    values served (``"127.0.0.1:8765"``). Both must be given: None (no check) only for a
+    caller that checks them itself, as a web server that mounts this behind its own door
+    does, so that an open endpoint is never the default. A server that mounts the app must run
     its lifespan (``app.router.lifespan_context(app)``): Starlette does not run a mounted
     app's by itself, and the MCP sessions live in it.
     """
