@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -54,11 +55,21 @@ def record_refusal(paths: TeamPaths, reader: str, message: InboxMessage, reason:
     return refusal
 
 
+def _quoted(value: object, limit: int = 64) -> str:
+    """A value a forger chose, as the notice shows it: quoted, on one line, cut short, so it
+    cannot pass for the notice's own words (it reaches the lead in a verified message)."""
+    text = value if isinstance(value, str) else str(value)
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
+
+
 def refusal_notice(refusal: Refusal) -> str:
-    """What the lead is told of a refusal (the refused text is not repeated as if genuine)."""
+    """What the lead is told of a refusal (the refused text is not repeated as if genuine;
+    what the forger wrote in its fields is quoted)."""
+    reason = " ".join(refusal.reason.split())
+    reason = reason if len(reason) <= 300 else reason[:300] + "…"
     return (
-        f"[refused] {refusal.reader} refused an entry claiming to be from {refusal.claimed_from} "
-        f"(msg_id {refusal.msg_id}): {refusal.reason}. It was not acted on."
+        f"[refused] {refusal.reader} refused an entry claiming to be from {_quoted(refusal.claimed_from)} "
+        f"(msg_id {_quoted(refusal.msg_id)}): {reason}. It was not acted on."
     )
 
 

@@ -414,7 +414,7 @@ def test_a_person_writing_in_a_members_name_is_marked_and_the_inbox_says_who_wro
     assert "team-lead [s] (verified): signed by the lead" in shown
     events = ops.wait_for_messages(team, io.WaitForMessages(timeout_s=0), LEAD_NAME).events
     assert [(e.kind, e.trust) for e in events] == [("message", "unverified"), ("refused", "refused")]
-    assert "FORGED" not in events[1].text and "refused an entry claiming to be from bob" in events[1].text
+    assert "FORGED" not in events[1].text and 'refused an entry claiming to be from "bob"' in events[1].text
 
 
 def test_a_team_led_by_claude_code_is_checked_with_its_teammates_key(root: Path) -> None:
