@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from ipc import trust
 from ipc.clock import now_iso
 from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.mailbox import Mailbox
@@ -80,23 +81,45 @@ def requester(request: Request) -> str:
     return request.from_ if isinstance(request, PlanApprovalRequest) else request.agent_id.split("@")[0]
 
 
-def pending(lead: Mailbox) -> list[tuple[InboxMessage, Request]]:
-    """Unanswered plan approval and permission requests in the lead's inbox, oldest first."""
+def pending(lead: Mailbox, config: trust.ConfigSource) -> list[tuple[InboxMessage, Request]]:
+    """Unanswered plan approval and permission requests in the lead's inbox, oldest first:
+    those its verification lets stand (``config``: the team's keys). A forged one (a member
+    that signs, unsigned or wrongly signed; or a request in another's name) is never shown
+    to a person to approve, nor matched by its id: the supervisor refuses it at its look."""
+    verifier = trust.Verifier(config, LEAD_NAME)
     found = []
     for message in lead.unread():
         body = parse_body(message.text)
-        if isinstance(body, PlanApprovalRequest | PermissionRequest):
+        if not isinstance(body, PlanApprovalRequest | PermissionRequest):
+            continue
+        if trust.refusal(message, body, verifier.check(message), LEAD_NAME) is None:
             found.append((message, body))
     return found
 
 
-def find(lead: Mailbox, request_id: str) -> Request | None:
-    """The request with this id, answered or not."""
+def find(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> Request | None:
+    """The request with this id, answered or not, that its verification lets stand (a
+    forged copy of a real request's id is passed over)."""
+    verifier = trust.Verifier(config, LEAD_NAME)
     for message in lead.history():
         body = parse_body(message.text)
-        if isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id:
+        if not isinstance(body, PlanApprovalRequest | PermissionRequest) or body.request_id != request_id:
+            continue
+        if trust.refusal(message, body, verifier.check(message), LEAD_NAME) is None:
             return body
     return None
+
+
+def answered(lead: Mailbox, request_id: str) -> bool:
+    """Whether a request with this id was taken from the lead's inbox (answered, or refused
+    by the supervisor's look); one still unread is not."""
+    for message in lead.history():
+        if not message.read:
+            continue
+        body = parse_body(message.text)
+        if isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id:
+            return True
+    return False
 
 
 def answer(
@@ -115,10 +138,10 @@ def answer(
     ``permission_updates`` (with ``always``, the request's own suggestions), which the
     teammate keeps for the rest of its life."""
     lead = messenger.mailbox(LEAD_NAME)
-    open_requests = pending(lead)
+    open_requests = pending(lead, messenger.store)
     match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
     if match is None:
-        if find(lead, request_id) is not None:
+        if answered(lead, request_id):
             raise Conflict(f"request {request_id} has already been answered")
         known = ", ".join(b.request_id for _, b in open_requests) or "none"
         raise NotFound(f"no pending request {request_id!r}; pending: {known}")

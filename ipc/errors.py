@@ -38,6 +38,11 @@ class LimitReached(Conflict):
     and what to change. Nothing was changed."""
 
 
+class Forbidden(AgentTeamsError):
+    """The caller may not do this as who it says: an agent's tool asking for the lead's
+    authority. Nothing was changed."""
+
+
 class Halted(AgentTeamsError):
     """An agent told to stop mid-turn (an in-process teammate, by its host): the turn ends
     where it is and acts on nothing more, as a process stopped by a signal would."""

@@ -100,7 +100,7 @@ def answer_permission(ctx: AgentContext, args: SendMessageInput) -> dict[str, An
     """SendMessage type permission_response (an agentteams addition: in Claude Code a person
     answers in the terminal): let the teammate's tool call run, or not."""
     recipient, request_id = needed(args.recipient, "recipient"), needed(args.request_id, "request_id")
-    request = answers.find(ctx.mailbox, request_id)
+    request = answers.find(ctx.mailbox, request_id, ctx.messenger.store)
     approved = args.approve
     if not isinstance(request, PermissionRequest):
         # One of the lead's own subagents asking (bubble): its answer goes into its record.

@@ -274,7 +274,7 @@ def wait_settled(
     deadline = time.monotonic() + timeout
     told: set[str] = set()
     while True:
-        for _, request in pending(team.inbox(LEAD_NAME)) if notice is not None else []:
+        for _, request in pending(team.inbox(LEAD_NAME), team.store) if notice is not None else []:
             if request.request_id not in told and notice is not None:
                 told.add(request.request_id)
                 who = getattr(request, "agent_id", None) or getattr(request, "from_", "")

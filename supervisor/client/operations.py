@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import answers, control, team_permissions, transcript_view, trust, worktrees
+from ipc import agent_side, answers, control, team_permissions, transcript_view, trust, worktrees
 from ipc import operations as io
 from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.input_words import checked
@@ -56,6 +56,8 @@ class Operation(Generic[In, Out]):
     def __call__(self, team: TeamHandle, args: In, actor: str = LEAD_NAME) -> Out:
         if self.lead_only and actor != LEAD_NAME:
             raise InvalidInput(f"{self.name} is the lead's to do; {actor} is a member of the team")
+        if self.writes and actor == LEAD_NAME:  # never an agent's tool
+            agent_side.refuse_lead(self.name, team.supervisor_pid())
         return self.run(team, checked(self.name, self.input, args), actor)
 
 
@@ -123,7 +125,7 @@ def team_status(team: TeamHandle, args: io.NoInput, actor: str) -> io.TeamSummar
         supervisor=team.supervisor_pid(),
         members=member_infos(team),
         tasks=counts,
-        pending_requests=len(answers.pending(team.state.mailbox(LEAD_NAME))),
+        pending_requests=len(answers.pending(team.state.mailbox(LEAD_NAME), team.store)),
     )
 
 
@@ -299,10 +301,7 @@ def shutdown_teammate(team: TeamHandle, args: io.ShutdownTeammate, actor: str) -
         return outsiders.shutdown(team, member, args)
     team.require_up_for(team.member_host(args.name))
     request = control.Shutdown(
-        id=control.new_id(),
-        name=_member_name(args.name),
-        force=args.force,
-        grace=args.grace,
+        id=control.new_id(), name=_member_name(args.name), force=args.force, grace=args.grace
     )
     if args.reason:
         request.reason = args.reason
@@ -373,7 +372,8 @@ def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
 @operation("list_requests", io.NoInput, io.Requests)
 def list_requests(team: TeamHandle, args: io.NoInput, actor: str) -> io.Requests:
     """Plan approval and permission requests waiting for the lead, oldest first."""
-    return io.Requests(requests=[body for _, body in answers.pending(team.state.mailbox(LEAD_NAME))])
+    waiting = answers.pending(team.state.mailbox(LEAD_NAME), team.store)
+    return io.Requests(requests=[body for _, body in waiting])
 
 
 @operation("answer_request", io.AnswerRequest, answers.Answered, writes=True)

@@ -4,7 +4,7 @@ files, with or without a running supervisor."""
 
 from __future__ import annotations
 
-from ipc import answers
+from ipc import answers, trust
 from ipc import operations as io
 from ipc.clock import now_iso
 from ipc.errors import NotFound
@@ -43,13 +43,16 @@ def shutdown(team: TeamHandle, member: Member, args: io.ShutdownTeammate) -> Sto
 
 def answer_shutdown(team: TeamHandle, args: io.AnswerRequest, name: str) -> answers.Answered:
     """A member's answer to a shutdown request sent to it: approved, it tells the lead and
-    leaves the team (its tasks released); rejected, it says why and keeps working."""
+    leaves the team (its tasks released); rejected, it says why and keeps working. Only a
+    request the lead sent it counts: a forged one, or one for another member, is not found."""
+    verifier = trust.Verifier(team.store, name)
     request = next(
         (
             body
             for message in reversed(team.inbox(name).read())
             if isinstance(body := parse_body(message.text), ShutdownRequest)
             and body.request_id == args.request_id
+            and trust.refusal(message, body, verifier.check(message), name) is None
         ),
         None,
     )
@@ -73,10 +76,10 @@ def answer_shutdown(team: TeamHandle, args: io.AnswerRequest, name: str) -> answ
         answer = ShutdownRejected(
             request_id=request.request_id, from_=name, reason=reason, timestamp=now_iso()
         )
-    team.messenger.send_body(name, request.from_, answer)
+    team.messenger.send_body(name, LEAD_NAME, answer)  # to the lead, whatever the body says
     if args.approve:
         release_tasks(team, name)
         team.store.remove_member(name)
     return answers.Answered(
-        request_id=request.request_id, agent=request.from_, approved=args.approve, type=type(answer).__name__
+        request_id=request.request_id, agent=LEAD_NAME, approved=args.approve, type=type(answer).__name__
     )

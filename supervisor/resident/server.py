@@ -29,6 +29,7 @@ from pathlib import Path
 
 import msgspec
 
+from ipc import agent_side
 from ipc import resident as wire
 from ipc.errors import AgentTeamsError
 from ipc.osproc import set_parent_death_signal, set_process_name
@@ -43,10 +44,11 @@ DRAIN = 10.0  # how long a stop waits for the requests under way
 ERROR, INTERNAL = 1, 70  # the command line's exit codes (supervisor.cli.exits)
 
 
-def peer_uid(conn: socket.socket) -> int:
-    """The uid of the process at the other end (the kernel's word: SO_PEERCRED)."""
+def peer(conn: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end (the kernel's word: SO_PEERCRED)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+    pid, uid, _ = struct.unpack("3i", creds)
+    return int(pid), int(uid)
 
 
 def read_line(conn: socket.socket, deadline: float) -> bytes:
@@ -97,7 +99,7 @@ class Door:
 
     # ------------------------------------------------------------ one request
 
-    def answer(self, line: bytes) -> wire.Reply:
+    def answer(self, line: bytes, caller: int | None = None) -> wire.Reply:
         try:
             request = msgspec.json.decode(line, type=wire.Request)
         except msgspec.MsgspecError as exc:
@@ -116,6 +118,7 @@ class Door:
             args = msgspec.convert(request.args, op.input)
         except msgspec.ValidationError as exc:  # the full path refuses it in the command line's words
             return wire.Reply(ok=False, fallback=f"not taken here: {exc}")
+        token = agent_side.CALLER.set(caller)  # who it acts for: an agent's tool never as the lead
         try:
             with self.lock:
                 self.team.store.read()  # NotFound for a team that went away, as the command line says
@@ -125,18 +128,21 @@ class Door:
         except Exception as exc:  # a bug of ours: the caller hears it, the door goes on
             log.exception("request %s failed", request.op)
             return wire.Reply(ok=False, error=f"{type(exc).__name__}: {exc}", exit=INTERNAL)
+        finally:
+            agent_side.CALLER.reset(token)
         return wire.Reply(ok=True, result=msgspec.to_builtins(result))
 
     def handle(self, conn: socket.socket) -> None:
         with conn:
             try:
-                if peer_uid(conn) != os.getuid():
-                    log.warning("refused a connection from uid %d", peer_uid(conn))
+                pid, uid = peer(conn)
+                if uid != os.getuid():
+                    log.warning("refused a connection from uid %d", uid)
                     reply = wire.Reply(
                         ok=False, error="refused: this door serves its own user only", exit=ERROR
                     )
                 else:
-                    reply = self.answer(read_line(conn, time.monotonic() + READ_DEADLINE))
+                    reply = self.answer(read_line(conn, time.monotonic() + READ_DEADLINE), pid)
                 conn.settimeout(READ_DEADLINE)
                 conn.sendall(msgspec.json.encode(reply) + b"\n")
             except (OSError, ValueError) as exc:  # TimeoutError is an OSError

@@ -15,6 +15,7 @@ from ipc.errors import (
     AgentTeamsError,
     Conflict,
     CorruptFile,
+    Forbidden,
     InvalidInput,
     LockTimeout,
     NotFound,
@@ -88,6 +89,7 @@ ROUTES = [
 # Each class's status; a subclass not named takes its nearest base's.
 STATUS: dict[type[AgentTeamsError], int] = {
     InvalidInput: 400,
+    Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
     TaskFailed: 409,

@@ -1,0 +1,67 @@
+"""Whether a process is on an agent's side of a team: a teammate, an in-process host, a
+claude teammate's wrapper, or anything those started (their tools), or an orphan the
+supervisor adopted (a tool that detached from its teammate). Such a process never acts as
+the lead: the lead's authority is the person's and the lead agent's, and a teammate's Bash
+running the ordinary command line must not borrow it.
+
+Read from ``/proc``: each ancestor's parent and the module it runs (``python -m
+agentproc...``). The lead agent (``agentproc.lead``) and what it starts are the lead's side."""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+
+from ipc.errors import Forbidden
+from ipc.osproc import command_line_args
+
+# The process a door acts for (the resident door: its client's, from SO_PEERCRED); unset,
+# the process itself.
+CALLER: ContextVar[int | None] = ContextVar("agentteams_caller", default=None)
+
+LEAD_MODULE = "agentproc.lead"
+AGENT_PACKAGE = "agentproc"
+MAX_DEPTH = 64  # ancestors looked at: a chain is far shorter, a loop must still end
+
+
+def _parent_and_module(pid: int) -> tuple[int, str] | None:
+    """The process's parent pid and the module it runs with ``-m`` (""), or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = command_line_args(f.read().decode(errors="replace").split("\0"))
+    except OSError:
+        return None
+    ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+    return ppid, argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
+
+
+def agent_ancestor(pid: int, supervisor_pid: int | None) -> str | None:
+    """The agent-side process that ``pid`` is or runs under, in words; None on the lead's
+    side (a person's shell, the lead agent and its tools)."""
+    current, depth = pid, 0
+    while current > 1 and depth < MAX_DEPTH:
+        found = _parent_and_module(current)
+        if found is None:
+            return None
+        parent, module = found
+        if module == LEAD_MODULE:
+            return None
+        if module.split(".")[0] == AGENT_PACKAGE:
+            return f"an agent's process ({module}, pid {current})"
+        if depth > 0 and current == supervisor_pid:
+            return f"the team's supervisor (pid {current}), which adopted it from a teammate"
+        current, depth = parent, depth + 1
+    return None
+
+
+def refuse_lead(operation: str, supervisor_pid: int | None) -> None:
+    """Forbidden if the caller (:data:`CALLER`, else this process) is on an agent's side:
+    ``operation`` may not be done as the lead from there."""
+    under = agent_ancestor(CALLER.get() or os.getpid(), supervisor_pid)
+    if under is not None:
+        raise Forbidden(
+            f"{operation}: refused: acting as the lead from under {under}; a teammate's tools act as "
+            "the teammate (its own tools, or 'agentteams mcp TEAM --as NAME'), never as the lead"
+        )
