@@ -250,7 +250,7 @@ def make_spare(directory: Path) -> None:
     os.close(fd)
     global _spares_removed_at_exit
     if not _spares_removed_at_exit:
-        atexit.register(_remove_spares)
+        atexit.register(remove_spares)
         _spares_removed_at_exit = True
     _spares[directory] = spare
 
@@ -270,7 +270,9 @@ def _remove_dead_spares(directory: Path) -> None:
                 os.unlink(directory / name)
 
 
-def _remove_spares() -> None:
+def remove_spares() -> None:
+    """Remove this process's spare files (at exit; a command that ends with ``os._exit``
+    calls it itself)."""
     for spare in _spares.values():
         with contextlib.suppress(OSError):
             os.unlink(spare)

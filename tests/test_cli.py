@@ -358,3 +358,17 @@ def test_a_team_whose_config_is_torn_for_good_is_deleted_with_force(root: Path) 
     assert config.exists()
     cli(root, "team", "delete", "torn", "--force")
     assert not (root / "teams" / "torn").exists() and not (root / "tasks" / "torn").exists()
+
+
+def test_a_command_that_creates_a_task_leaves_no_spare_file(root: Path) -> None:
+    # Quick commands end with os._exit, which skipped the removal of the spare file a
+    # create makes for the next: one was left in tasks/{team}/ by every `task create`.
+    cli(root, "team", "create", "sp")
+    cli(root, "task", "create", "sp", "first")
+    cli(root, "task", "create", "sp", "second")
+    assert sorted(p.name for p in (root / "tasks" / "sp").iterdir()) == [
+        ".highwatermark",
+        ".lock",
+        "1.json",
+        "2.json",
+    ]

@@ -60,4 +60,7 @@ def exit_now(code: int) -> None:
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):
         return  # let the normal exit report it
+    storage = sys.modules.get("ipc.storage")
+    if storage is not None:  # its spare files go at exit, which os._exit skips
+        storage.remove_spares()
     os._exit(code)
