@@ -26,7 +26,7 @@ import mcp_types as types
 import msgspec
 
 from ipc import operations as io
-from ipc import trace
+from ipc import trace, trust
 from ipc.errors import AgentTeamsError, internal_error_line
 from ipc.input_words import convert
 from ipc.readable import event_of
@@ -97,13 +97,21 @@ def error(message: str) -> types.CallToolResult:
 # ---------------------------------------------------------------- text for models
 
 
-def _message_line(message: InboxMessage) -> str:
-    return _event_line(event_of(message))
+def _message_line(message: InboxMessage, verifier: trust.Verifier | None) -> str:
+    """An inbox entry as a look shows it, with its verdict (as ``agentteams inbox`` marks it)."""
+    check = verifier.check(message) if verifier is not None else None
+    mark = ""
+    if check is not None and check.status == trust.FORGED:
+        mark = f" [FORGED: {check.reason}; not from {message.from_}]"
+    elif check is not None and check.status == trust.UNVERIFIED:
+        mark = " [unverified]"
+    return _event_line(event_of(message), mark)
 
 
-def _event_line(event: io.Event) -> str:
+def _event_line(event: io.Event, mark: str = "") -> str:
     about = f" ({event.summary})" if event.summary else ""
-    return f"From {event.from_}{about} at {event.timestamp}:\n{event.text}"
+    mark = mark or (f" [{event.trust}]" if event.trust in (trust.UNVERIFIED, "refused") else "")
+    return f"From {event.from_}{mark}{about} at {event.timestamp}:\n{event.text}"
 
 
 def _task_line(task: Task) -> str:
@@ -112,9 +120,12 @@ def _task_line(task: Task) -> str:
     return f"#{task.id} [{task.status}{owner}{blocked}] {task.subject}"
 
 
-def text_of(name: str, result: msgspec.Struct, args: msgspec.Struct) -> str:
-    """A short text for models: the messages themselves where they are the point, else a
-    line and the result as JSON (the structured content, for clients that show only text)."""
+def text_of(
+    name: str, result: msgspec.Struct, args: msgspec.Struct, verifier: trust.Verifier | None = None
+) -> str:
+    """A short text for models: the messages themselves where they are the point, each
+    marked unverified or forged (``verifier``: the inbox reader's), else a line and the
+    result as JSON (the structured content, for clients that show only text)."""
     if isinstance(result, io.Events):
         if not result.events:
             return f"No messages within {getattr(args, 'timeout_s', 0):g}s."
@@ -122,7 +133,7 @@ def text_of(name: str, result: msgspec.Struct, args: msgspec.Struct) -> str:
     if isinstance(result, io.Messages):
         if not result.messages:
             return "No messages."
-        return "\n\n".join(_message_line(m) for m in result.messages)
+        return "\n\n".join(_message_line(m, verifier) for m in result.messages)
     if isinstance(result, io.TaskList):
         return "\n".join(_task_line(t) for t in result.tasks) or "No tasks."
     if isinstance(result, io.TeamMessages):
@@ -206,10 +217,16 @@ class Door:
         meta = {TRACE_KEY: time.monotonic_ns()} if trace.enabled() else None
         data = msgspec.to_builtins(result)
         return types.CallToolResult(
-            content=[types.TextContent(text=text_of(name, result, args))],
+            content=[types.TextContent(text=text_of(name, result, args, self._verifier(result, args)))],
             structured_content=data if isinstance(data, dict) else {"result": data},
             _meta=meta,
         )
+
+    def _verifier(self, result: msgspec.Struct, args: msgspec.Struct) -> trust.Verifier | None:
+        """The verdicts a look at an inbox is shown with: as its owner would check them."""
+        if not isinstance(result, io.Messages):
+            return None
+        return trust.Verifier(self.team.store, getattr(args, "name", "") or self.actor)
 
     async def _wait(self, op: Operation[Any, Any], args: io.WaitForMessages, progress: Any) -> io.Events:
         """The wait in its own thread, with progress every few seconds. If the call is
