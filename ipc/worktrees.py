@@ -117,8 +117,12 @@ def create(paths: TeamPaths, name: str, cwd: str) -> Worktree:
     branch = branch_for(paths.team, name)
     ensure_dir(paths.worktrees)
     _git(top, "worktree", "prune")  # a directory removed by hand must not block its path
-    has_branch = _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
-    if has_branch.returncode == 0:
+    on = _git(path, "rev-parse", "--abbrev-ref", "HEAD", check=False) if (path / ".git").exists() else None
+    if on is not None and on.returncode == 0 and on.stdout.strip() == branch:
+        # Made, and its record not yet written, when a kill came: taken up, not refused for
+        # good as a path that exists. Nothing was done in it: where it stands is its base.
+        base = _git(path, "rev-parse", "HEAD").stdout.strip()
+    elif _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
         _git(top, "worktree", "add", str(path), branch)
     else:
         _git(top, "worktree", "add", "-b", branch, str(path), base)

@@ -106,6 +106,17 @@ def test_a_worktree_holding_only_files_git_ignores_is_kept(root: Path, tmp_path:
     assert worktrees.finish(paths, "bob") is None and not Path(tree.path).exists()
 
 
+def test_a_worktree_made_by_a_spawn_killed_before_its_record_is_taken_up(root: Path, repo: Path) -> None:
+    # A kill between 'git worktree add' and the record refused every later spawn of the
+    # name for good: "'…/bob' already exists".
+    paths = TeamPaths(root, "t")
+    made = worktrees.create(paths, "bob", str(repo))
+    worktrees.record_path(paths, "bob").unlink()  # as if killed before it was written
+    again = worktrees.create(paths, "bob", str(repo))
+    assert (again.path, again.branch, again.base) == (made.path, made.branch, made.base)
+    assert worktrees.find(paths, "bob") == again
+
+
 def test_outside_a_git_repository_it_is_refused_clearly(root: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
