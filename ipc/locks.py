@@ -204,13 +204,15 @@ class _Refresher:
         while True:
             time.sleep(1.0)
             now = time.monotonic()
+            # Stamped under the guard: release() forgets a lock (under it) before removing
+            # its directory, so a late stamp cannot sign a directory Claude Code made anew at
+            # that path, which another of our processes would then take for ours and remove.
             with self.guard:
-                due = [p for p, t in self.held.items() if now - t >= REFRESH_SECONDS]
-                for path in due:
-                    self.held[path] = now
-            for path in due:
-                with contextlib.suppress(OSError):
-                    _stamp(path)
+                for path, stamped in self.held.items():
+                    if now - stamped >= REFRESH_SECONDS:
+                        self.held[path] = now
+                        with contextlib.suppress(OSError):
+                            _stamp(path)
 
 
 _refresher = _Refresher()
