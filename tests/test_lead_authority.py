@@ -1,6 +1,6 @@
 """A teammate's tools never act as the lead through the ordinary command line: not by
 `send` through the resident door (which signs as the lead) with AGENTTEAMS_UNDER_AGENT
-unset, not by `shutdown --force`, `mode` or `permit`. The caller is told in one line, and
+unset, not by `shutdown --force`, `mode`, `permit`, `down` or `team delete`. The caller is told in one line, and
 nothing changes. A person's shell still can."""
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def test_a_teammates_bash_cannot_borrow_the_leads_authority(root: Path) -> None:
             f"{CLI} {r} shutdown t bob --force",
             f"{CLI} {r} mode t bob bypassPermissions",
             f"{CLI} {r} permit t bob 'Bash'",
+            f"{CLI} {r} down t",
+            f"{CLI} {r} team delete t --force",
         ]
         lines = [
             f"({a}) >> {shlex.quote(str(out))} 2>&1; echo rc=$? >> {shlex.quote(str(out))}" for a in attempts
@@ -52,8 +54,8 @@ def test_a_teammates_bash_cannot_borrow_the_leads_authority(root: Path) -> None:
         task = team.tasks.create("Try", metadata={"command": "sh try.sh"}, owner="mallory")
         wait_for(lambda: team.tasks.get(task.id).status == "completed", timeout=60)
         said = out.read_text()
-        assert said.count("rc=1") == 4, said
-        assert said.count("refused: acting as the lead from under an agent's process (agentproc") == 4, said
+        assert said.count("rc=1") == 6, said
+        assert said.count("refused: acting as the lead from under an agent's process (agentproc") == 6, said
         assert "Traceback" not in said
         bob = team.store.config_member("bob")
         assert bob is not None and bob.permission_mode != "bypassPermissions"

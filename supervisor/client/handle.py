@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ipc import control
+from ipc import agent_side, control
 from ipc.bell import Bell
 from ipc.cc_peer import SupervisorRoute
 from ipc.engine import marker
@@ -134,7 +134,8 @@ class TeamHandle:
 
     def down(self, grace: float = 5.0, timeout: float = 30.0) -> None:
         """Stop every teammate (protocol first, then signals) and the supervisor. Members
-        stay in the team: ``up`` brings them back."""
+        stay in the team: ``up`` brings them back. The lead's to do: never an agent's tool."""
+        agent_side.refuse_lead("down", self.supervisor_pid())
         try:
             launcher.stop(self.paths, grace, timeout, self._proc)
         finally:

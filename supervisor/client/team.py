@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ipc import answers, worktrees
+from ipc import agent_side, answers, worktrees
 from ipc import operations as io
 from ipc.engine import marker
 from ipc.errors import Timeout
@@ -48,7 +48,8 @@ class Team(TeamHandle):
 
     def delete(self, force: bool = False) -> None:
         """Remove the team's state; refused while teammates remain unless ``force``. A team
-        that is up is brought down first."""
+        that is up is brought down first. The lead's to do: never an agent's tool."""
+        agent_side.refuse_lead("team delete", self.supervisor_pid())
         if not force:
             remaining = [m.name for m in self.store.read().teammates()] if self.store.exists() else []
             if remaining:
