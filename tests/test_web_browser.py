@@ -92,7 +92,7 @@ def click(browser: WebDriver, selector: str) -> None:
 
 
 def open_page(browser: WebDriver, server: Server, team: str) -> None:
-    browser.get(server.url)  # the printed address: its token becomes a cookie, then it is gone
+    browser.get(server.url)  # the printed address: its token is kept for the tab, then it is gone
     assert "token=" not in browser.current_url
     shown(browser, f'#teams a[data-team="{team}"]')
     shown(browser, "#live.on")  # the events stream is open
@@ -181,10 +181,15 @@ def test_without_the_token_the_page_is_a_login_hint_only(root: Path, team: str, 
         assert "token" in shown(browser, "#login-hint").lower()
         text = browser.find_element(By.TAG_NAME, "body").text
         assert "alice" not in text and team not in text
-        assert not browser.find_elements(By.CSS_SELECTOR, "#members, #messages, script")
+        assert not browser.find_element(By.ID, "team").is_displayed()
+        assert not browser.find_elements(By.CSS_SELECTOR, "#members tbody tr, #messages *")
         browser.get(server.base + "/?token=wrong")
         shown(browser, "#login-hint")
         # The token pasted into the hint's form opens the page.
         browser.find_element(By.NAME, "token").send_keys(server.token)
-        browser.find_element(By.CSS_SELECTOR, "form button").click()
+        browser.find_element(By.CSS_SELECTOR, "#login form button").click()
+        shown(browser, '#members tr[data-member="alice"]')
+        # Out of the address bar, kept for the tab: a reload goes on working; no cookie.
+        assert "token=" not in browser.current_url and not browser.get_cookies()
+        browser.refresh()
         shown(browser, '#members tr[data-member="alice"]')

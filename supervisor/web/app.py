@@ -5,6 +5,7 @@ a team's MCP endpoint at ``/mcp``; everything behind :class:`~supervisor.web.gua
 from __future__ import annotations
 
 import contextlib
+import hmac
 import html
 import logging
 import threading
@@ -202,7 +203,12 @@ def web_app(
     page = (STATIC / "index.html").read_text()
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page.replace("{{TOKEN}}", html.escape(token)), headers=PAGE_HEADERS)
+        # The token only to the one who brought it: without it, the page is the login hint
+        # (its script finds none kept for this tab either), with 401.
+        given = request.query_params.get("token", "")
+        known = bool(given) and hmac.compare_digest(given.encode(), token.encode())
+        shown = page.replace("{{TOKEN}}", html.escape(token) if known else "")
+        return HTMLResponse(shown, status_code=200 if known else 401, headers=PAGE_HEADERS)
 
     async def teams(request: Request) -> Response:
         found, problems = await anyio.to_thread.run_sync(scan_teams, root)

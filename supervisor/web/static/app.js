@@ -2,7 +2,14 @@
 // API (a view of the table of operations) and redraws what the events stream says changed.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="agentteams-token"]').content;
+// The token: in the page when it was opened with ?token= (then kept for this tab in
+// sessionStorage, which, unlike a cookie, no server on another port of this host is sent),
+// and taken out of the address bar. No token: the login hint only.
+const KEPT = "agentteams-token";
+const GIVEN = document.querySelector('meta[name="agentteams-token"]').content;
+if (GIVEN) sessionStorage.setItem(KEPT, GIVEN);
+const TOKEN = GIVEN || sessionStorage.getItem(KEPT) || "";
+if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", "/" + location.hash);
 const $ = (selector) => document.querySelector(selector);
 let team = null;
 let stream = null;
@@ -12,7 +19,7 @@ let reading = null; // whose transcript is open
 // ------------------------------------------------------------------ the API
 
 async function api(path, options = {}) {
-  // Writes carry the token in a header: the cookie alone is refused for them (CSRF).
+  // Every call carries the token in a header (a write must: a URL is kept in logs).
   const headers = { Authorization: "Bearer " + TOKEN };
   if (options.body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch("/api/v1" + path, {
@@ -21,8 +28,17 @@ async function api(path, options = {}) {
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });
   const body = await response.json();
+  if (response.status === 401) loggedOut(); // a token kept from a server since restarted
   if (!response.ok) throw new Error(body.error || response.statusText);
   return body;
+}
+
+function loggedOut() {
+  sessionStorage.removeItem(KEPT);
+  if (stream) stream.close();
+  $("#team").hidden = true;
+  $("#teams").replaceChildren();
+  $("#login").hidden = false;
 }
 
 const teamPath = (rest) => "/teams/" + encodeURIComponent(team) + rest;
@@ -353,7 +369,9 @@ async function drawUsage() {
 
 function listen() {
   if (stream) stream.close();
-  stream = new EventSource("/api/v1/teams/" + encodeURIComponent(team) + "/events");
+  // An EventSource sends no header: the token goes in its URL, which only reads.
+  const url = "/api/v1/teams/" + encodeURIComponent(team) + "/events?token=" + encodeURIComponent(TOKEN);
+  stream = new EventSource(url);
   const live = $("#live");
   stream.addEventListener("hello", () => {
     live.textContent = "live";
@@ -441,5 +459,9 @@ $("#task-form").addEventListener("submit", async (event) => {
   }
 });
 
-window.addEventListener("hashchange", () => choose().catch((e) => notice(e.message, true)));
-choose().catch((e) => notice(e.message, true));
+if (TOKEN) {
+  window.addEventListener("hashchange", () => choose().catch((e) => notice(e.message, true)));
+  choose().catch((e) => notice(e.message, true));
+} else {
+  loggedOut();
+}
