@@ -160,7 +160,8 @@ class Event(Struct, kw_only=True, omit_defaults=True, rename={"from_": "from"}):
     task_id: str = ""  # a task assignment's
     body: dict[str, Any] | None = None  # the protocol message as sent
     # ipc.trust: "verified", "unverified" (a sender that cannot sign, or a person in its
-    # name), "refused" (forged, or a command its sender may not give: text says why)
+    # name), "refused" (forged, or a command its sender may not give: text says why); in a
+    # look at inboxes (team_messages, the events stream), "forged" for what a take refuses
     trust: str = ""
 
 

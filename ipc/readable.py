@@ -98,6 +98,16 @@ def _request_id(body: ProtocolBody) -> str:
     return value if isinstance(value, str) else ""
 
 
+def looked_at(message: InboxMessage, verifier: trust.Verifier) -> Event:
+    """An inbox message as a look at the team shows it: with its verdict ("forged" for
+    what its reader would refuse), nothing recorded, nothing taken."""
+    event = event_of(message)
+    check = verifier.check(message)
+    refused = trust.refusal(message, parse_body(message.text), check, verifier.reader)
+    event.trust = trust.FORGED if refused is not None else check.status
+    return event
+
+
 def event_of(message: InboxMessage, verifier: trust.Verifier | None = None) -> Event:
     """One inbox message as a readable event; checked by ``verifier`` if given: a refused
     entry becomes a notice of the refusal, never its text."""

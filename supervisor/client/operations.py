@@ -25,7 +25,7 @@ from ipc.messaging import clean_recipient
 from ipc.options import TeammateOptions
 from ipc.paths import TASK_ID, normalise_agent_name, task_number
 from ipc.permission_updates import as_object, parse_all
-from ipc.readable import event_of
+from ipc.readable import event_of, looked_at
 from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, Task
 from ipc.task_rules import ClaimResult, why_not
@@ -188,9 +188,10 @@ def team_messages(team: TeamHandle, args: io.MessageQuery, actor: str) -> io.Tea
     first, protocol messages spelled out as readable events. Changes nothing: what was
     unread stays unread."""
     names = [LEAD_NAME, *(m.name for m in team.config().teammates())]
+    readers = {name: trust.Verifier(team.store, name) for name in names}
     found = [
-        io.TeamMessage(to=name, read=m.read, event=event_of(m))
-        for name in names
+        io.TeamMessage(to=name, read=m.read, event=looked_at(m, reader))
+        for name, reader in readers.items()
         if (box := team.state.mailbox(name)).exists()
         for m in box.read()
     ]
@@ -428,9 +429,8 @@ def read_transcript(team: TeamHandle, args: io.ReadTranscript, actor: str) -> io
     if not path.exists():
         _member_or_lead(team, args.name)  # NotFound for a name that is no member
         raise NotFound(f"{args.name} has no transcript yet in team {team.name!r}: it has not taken a turn")
-    return io.Transcript(
-        name=args.name, path=str(path), entries=transcript_view.last_entries(path, args.limit)
-    )
+    entries = transcript_view.last_entries(path, args.limit)
+    return io.Transcript(name=args.name, path=str(path), entries=entries)
 
 
 @operation("usage", io.NoInput, TeamUsage)

@@ -28,12 +28,13 @@ from typing import Any
 import anyio
 import msgspec
 
+from ipc import TeamConfigStore, trust
 from ipc import operations as io
 from ipc.errors import AgentTeamsError
 from ipc.fswatch import OVERFLOW, FileWatch
 from ipc.mailbox import Mailbox
 from ipc.paths import TeamPaths
-from ipc.readable import event_of
+from ipc.readable import looked_at
 from ipc.schemas import LEAD_NAME
 from ipc.storage import ensure_dir
 
@@ -49,6 +50,7 @@ def _key(m: Any) -> tuple[str, str, str]:
 class Hub:
     def __init__(self, paths: TeamPaths) -> None:
         self.paths = paths
+        self.store = TeamConfigStore(paths.root, paths.team)  # the keys each message is checked with
         self.listeners: set[asyncio.Queue[list[Frame] | None]] = set()
         self.seen: dict[str, set[tuple[str, str, str]]] = {}  # inbox -> messages already told
         self.pending: set[tuple[str, str]] = set()  # (which watch, name) not yet looked at
@@ -128,7 +130,8 @@ class Hub:
         before = self.seen.get(name, set())
         self.seen[name] = {_key(m) for m in messages}
         new = [] if baseline else [m for m in messages if _key(m) not in before]
-        told = [io.TeamMessage(to=name, read=m.read, event=event_of(m)) for m in new]
+        reader = trust.Verifier(self.store, name)
+        told = [io.TeamMessage(to=name, read=m.read, event=looked_at(m, reader)) for m in new]
         return told, sum(1 for m in messages if not m.read)
 
     async def close(self) -> None:

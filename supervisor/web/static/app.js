@@ -249,6 +249,7 @@ function messageItem(m) {
     { class: "message " + e.kind + (m.read ? "" : " unread"), "data-from": e.from, "data-to": m.to },
     el("time", {}, e.timestamp.slice(11, 19)),
     el("span", { class: "route" }, e.from + " → " + m.to),
+    e.trust === "forged" || e.trust === "unverified" ? el("span", { class: "trust " + e.trust }, e.trust) : null,
     kind,
     e.summary ? el("span", { class: "summary" }, e.summary) : null,
     el("p", { class: "text" }, e.text)
