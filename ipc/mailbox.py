@@ -132,14 +132,14 @@ class Mailbox:
             return self._locked_snapshot()
 
     def _locked_snapshot(self) -> Snapshot:
+        """The inbox once a writer under way is done; one still torn (its writer killed) as
+        what parses: a look changes nothing, the next writer repairs it (keeping a copy)."""
         try:
             with locked(self.path, root=self.paths.root):
-                return self._load_locked()
-        except StorageError:
-            # A read-only root (another user's, or ~/.claude read-only): what parses.
+                data = read_bytes(self.path) or b"[]"
+        except StorageError:  # a read-only root (another user's, or ~/.claude read-only)
             data = read_bytes(self.path) or b"[]"
-            repaired = inbox_file.repair(data) or b"[]"
-            return inbox_file.parse(repaired)
+        return inbox_file.parse(inbox_file.repair(data) or b"[]")
 
     def read(self) -> list[InboxMessage]:
         """Every message in the inbox, oldest first; undecodable entries are skipped."""

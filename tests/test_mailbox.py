@@ -92,6 +92,11 @@ def test_a_bad_entry_is_skipped_reported_and_kept(root: Path, team: str) -> None
 
 def test_a_torn_inbox_is_quarantined_and_the_team_keeps_working(root: Path, team: str) -> None:
     mb = Mailbox(root, team, "alice")
+    mb.path.write_text('[{"from": "bob", "text": "whole", "timestamp": "t"}, {"from": "bob", "text": "tor')
+    # A look reads what parses and changes nothing (ps over a Claude Code root rewrote its
+    # inboxes); the next writer repairs it.
+    assert [m.text for m in mb.read()] == ["whole"] and mb.unread_entries()
+    assert mb.path.read_text().endswith('"text": "tor') and not list(mb.path.parent.glob("*.corrupt-*"))
     mb.path.write_text('[{"from": "bob", "text": "tor')
     mb.append(sender="bob", text="fresh")
     assert [m.text for m in mb.read()] == ["fresh"]
