@@ -24,8 +24,9 @@ AGENT_PACKAGE = "agentproc"
 MAX_DEPTH = 64  # ancestors looked at: a chain is far shorter, a loop must still end
 
 
-def _parent_and_module(pid: int) -> tuple[int, str] | None:
-    """The process's parent pid and the module it runs with ``-m`` (""), or None if gone."""
+def _parent_and_module(pid: int) -> tuple[int, str, str] | None:
+    """The process's parent pid, its name (``comm``) and the module its interpreter runs
+    (``python -m MODULE``; ""), or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -33,8 +34,9 @@ def _parent_and_module(pid: int) -> tuple[int, str] | None:
             argv = command_line_args(f.read().decode(errors="replace").split("\0"))
     except OSError:
         return None
+    name = stat[stat.index(b"(") + 1 : stat.rindex(b")")].decode(errors="replace")
     ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-    return ppid, argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
+    return ppid, name, argv[2] if len(argv) > 2 and argv[1] == "-m" else ""
 
 
 def agent_ancestor(pid: int, supervisor_pid: int | None) -> str | None:
@@ -45,10 +47,13 @@ def agent_ancestor(pid: int, supervisor_pid: int | None) -> str | None:
         found = _parent_and_module(current)
         if found is None:
             return None
-        parent, module = found
-        if module == LEAD_MODULE:
+        parent, name, module = found
+        if name.startswith("tmux"):
+            # A tmux server (the supervisor adopts one it started): a person's shell in it
+            # is theirs, a teammate's pane was judged by what runs in it, below.
             return None
-        if module.split(".")[0] == AGENT_PACKAGE:
+        if module.split(".")[0] == AGENT_PACKAGE and module != LEAD_MODULE:
+            # The lead agent is the lead's side, unless an agent started it: walked past.
             return f"an agent's process ({module}, pid {current})"
         if depth > 0 and current == supervisor_pid:
             return f"the team's supervisor (pid {current}), which adopted it from a teammate"
@@ -59,7 +64,8 @@ def agent_ancestor(pid: int, supervisor_pid: int | None) -> str | None:
 def refuse_lead(operation: str, supervisor_pid: int | None) -> None:
     """Forbidden if the caller (:data:`CALLER`, else this process) is on an agent's side:
     ``operation`` may not be done as the lead from there."""
-    under = agent_ancestor(CALLER.get() or os.getpid(), supervisor_pid)
+    caller = CALLER.get()
+    under = agent_ancestor(os.getpid() if caller is None else caller, supervisor_pid)
     if under is not None:
         raise Forbidden(
             f"{operation}: refused: acting as the lead from under {under}; a teammate's tools act as "

@@ -29,7 +29,7 @@ from ipc import operations as io
 from ipc import trace, trust
 from ipc.errors import AgentTeamsError, internal_error_line
 from ipc.input_words import convert
-from ipc.readable import event_of
+from ipc.readable import event_of, looked_at
 from ipc.schemas import LEAD_NAME, InboxMessage, Task
 from ipc.task_rules import ClaimResult
 from ipc.worktrees import WorktreeDiff
@@ -98,19 +98,14 @@ def error(message: str) -> types.CallToolResult:
 
 
 def _message_line(message: InboxMessage, verifier: trust.Verifier | None) -> str:
-    """An inbox entry as a look shows it, with its verdict (as ``agentteams inbox`` marks it)."""
-    check = verifier.check(message) if verifier is not None else None
-    mark = ""
-    if check is not None and check.status == trust.FORGED:
-        mark = f" [FORGED: {check.reason}; not from {message.from_}]"
-    elif check is not None and check.status == trust.UNVERIFIED:
-        mark = " [unverified]"
-    return _event_line(event_of(message), mark)
+    """An inbox entry as a look shows it, with its verdict (what its reader would refuse:
+    forged), as GET /messages and the page give it."""
+    return _event_line(event_of(message) if verifier is None else looked_at(message, verifier))
 
 
-def _event_line(event: io.Event, mark: str = "") -> str:
+def _event_line(event: io.Event) -> str:
     about = f" ({event.summary})" if event.summary else ""
-    mark = mark or (f" [{event.trust}]" if event.trust in (trust.UNVERIFIED, "refused") else "")
+    mark = f" [{event.trust}]" if event.trust in (trust.UNVERIFIED, trust.FORGED, "refused") else ""
     return f"From {event.from_}{mark}{about} at {event.timestamp}:\n{event.text}"
 
 
