@@ -182,8 +182,8 @@ def team_tree(
         return tree
     try:
         status = status or team.status()
-    except AgentTeamsError:
-        tree.teammates = _outsiders(team, tasks)
+    except AgentTeamsError:  # up, and not answering: its teammates are not "down"
+        tree.teammates = _outsiders(team, tasks, down=False)
         return tree
     tree.supervisor, tree.wake = describe(pid), status.wake
     if status.forkserver:
@@ -223,7 +223,7 @@ def team_tree(
     return tree
 
 
-def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
+def _outsiders(team: TeamHandle, tasks: list[Task], down: bool = True) -> list[MateTree]:
     """Without a supervisor: the members from the config. Outside clients (MCP sessions)
     with the server process it names while that process runs; this host's teammates as
     "down" (members still: ``up`` brings them back); another host's are ``elsewhere``'s."""
@@ -237,7 +237,7 @@ def _outsiders(team: TeamHandle, tasks: list[Task]) -> list[MateTree]:
         task = owned.get(m.name)
         ref = TaskRef(id=task.id, subject=task.subject) if task is not None else None
         if m.backend_type != "mcp":
-            if not m.host_name or m.host_name == team.host:
+            if down and (not m.host_name or m.host_name == team.host):
                 found.append(
                     MateTree(
                         name=m.name,
@@ -371,9 +371,11 @@ def snapshot(root: str | None, team_name: str | None = None, rows: int | None = 
     for team in teams:
         status = statuses[team.name]
         # Down: its members from the files. Up but not answering: nothing to say of them.
-        answers = status or not team.is_up()
+        show_members = status or not team.is_up()
         tree = (
-            team_tree(team, status, kids, rows) if answers else TeamTree(team=team.name, root=str(team.root))
+            team_tree(team, status, kids, rows)
+            if show_members
+            else TeamTree(team=team.name, root=str(team.root))
         )
         elsewhere(team, tree)
         snap.teams.append(tree)
