@@ -93,6 +93,10 @@ def check_repository(cwd: str) -> str:
     return top.stdout.strip()
 
 
+# What tools make and make again, under ignored paths: not a teammate's work to keep.
+CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".venv"})
+
+
 def record_path(paths: TeamPaths, name: str) -> Path:
     return paths.worktrees / f"{normalise_agent_name(name)}.json"
 
@@ -117,11 +121,16 @@ def create(paths: TeamPaths, name: str, cwd: str) -> Worktree:
     branch = branch_for(paths.team, name)
     ensure_dir(paths.worktrees)
     _git(top, "worktree", "prune")  # a directory removed by hand must not block its path
-    on = _git(path, "rev-parse", "--abbrev-ref", "HEAD", check=False) if (path / ".git").exists() else None
-    if on is not None and on.returncode == 0 and on.stdout.strip() == branch:
-        # Made, and its record not yet written, when a kill came: taken up, not refused for
-        # good as a path that exists. Nothing was done in it: where it stands is its base.
-        base = _git(path, "rev-parse", "HEAD").stdout.strip()
+    left = (
+        _git(path, "rev-parse", "HEAD", "--abbrev-ref", "HEAD", check=False)
+        if (path / ".git").exists()
+        else None
+    )
+    if left is not None and left.returncode == 0 and left.stdout.split() == [base, branch]:
+        # Made, and its record not yet written, when a kill came: on its branch at the
+        # repository's commit, nothing done in it. Taken up, not refused for good as a path
+        # that exists. (One that moved on is refused, as before: its base is not known.)
+        pass
     elif _git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
         _git(top, "worktree", "add", str(path), branch)
     else:
@@ -141,10 +150,17 @@ def create(paths: TeamPaths, name: str, cwd: str) -> Worktree:
 
 def changes(tree: Worktree) -> tuple[list[str], int]:
     """(files changed or added, commits made) in the worktree since it started. Files git
-    ignores count too: a teammate's output under an ignored path (results, a build, a
-    ``.env``) is its work, and removing the worktree would delete it."""
-    status = _git(tree.path, "status", "--porcelain", "--untracked-files=all", "--ignored").stdout
+    ignores count too, a folder of them as one entry: a teammate's output under an ignored
+    path (results, a ``.env``) is its work, and removing the worktree would delete it; a
+    tool's cache (``__pycache__``, ``node_modules``…) is not, and does not count."""
+    status = _git(tree.path, "status", "--porcelain", "--untracked-files=all").stdout
+    ignored = _git(tree.path, "status", "--porcelain", "--ignored", "--untracked-files=normal").stdout
     files = [line[3:] for line in status.splitlines() if line.strip()]
+    files += [
+        line[3:]
+        for line in ignored.splitlines()
+        if line.startswith("!! ") and Path(line[3:].rstrip("/")).name not in CACHES
+    ]
     commits = _git(tree.path, "rev-list", "--count", f"{tree.base}..HEAD").stdout.strip()
     return files, int(commits or 0)
 
