@@ -44,7 +44,7 @@ def test_a_recorded_lead_is_live_only_while_its_own_process_runs() -> None:
     me = LeadProcess(pid=os.getpid(), pid_space=here, proc_start=cc_registry.proc_start(os.getpid()))
     assert lead_alive(me) is True
     # Its pid taken over by another process (started at another time): not the lead.
-    assert lead_alive(LeadProcess(pid=1, pid_space=here, proc_start="7")) is False
+    assert lead_alive(LeadProcess(pid=1, pid_space=here, proc_start="-1")) is False
     gone = subprocess.Popen(["true"])
     gone.wait()
     assert lead_alive(LeadProcess(pid=gone.pid, pid_space=here)) is False

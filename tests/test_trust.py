@@ -106,7 +106,8 @@ def test_the_leads_genuine_command_copied_into_another_inbox_is_refused_there() 
         assert said.startswith(f"a {type(body).__name__} that is for ") and said.endswith(
             "not acted on by alice"
         )
-        assert trust.refusal(copied, body, ok, said.split("is for ")[1].split(" ")[0]) is None
+        addressee = "dave" if isinstance(body, ShutdownRequest) else "bob"
+        assert f"that is for {addressee} " in said and trust.refusal(copied, body, ok, addressee) is None
     # One that names no teammate (only ours name theirs; Claude Code's teammates take none).
     unnamed = ModeSetRequest(mode="bypassPermissions", from_=LEAD_NAME, timestamp="t")
     unaddressed = InboxMessage(from_=LEAD_NAME, text=body_text(unnamed), timestamp="t")
