@@ -21,7 +21,7 @@ from rich.live import Live
 from ipc import trace
 from ipc.errors import AgentTeamsError
 from supervisor.cli import scenario as sc
-from supervisor.cli.ps_view import mib
+from supervisor.cli.ps_view import close_branches, mib
 from supervisor.cli.view import console as make_console
 from supervisor.cli.view import render, snapshot
 from supervisor.client.lead_runner import LeadRun
@@ -253,19 +253,21 @@ def print_summary(console: Console, s: dict[str, Any], workdir: Path) -> None:
     console.print("[bold]process tree at its peak[/]")
     tree = s["peak_process_tree"]
     sup = tree.get("supervisor") or {}
-    console.print(f"  supervisor {sup.get('pid')}  rss {mib(sup.get('rss'))} MiB")
+    rows = [f"  supervisor {sup.get('pid')}  rss {mib(sup.get('rss'))} MiB"]
     if tree.get("lead"):
-        console.print(f"  ├─ lead agent {tree['lead']['pid']}")
+        rows.append(f"  ├─ lead agent {tree['lead']['pid']}")
     if tree.get("forkserver"):
-        console.print(f"  ├─ fork server {tree['forkserver']['pid']}")
+        rows.append(f"  ├─ fork server {tree['forkserver']['pid']}")
     for mate in tree["teammates"]:
         proc = mate.get("process") or {}
         task = mate.get("task") or {}
-        console.print(
+        rows.append(
             f"  ├─ {mate['name']} {mate['pid']} {mate['state']}  uss {mib(proc.get('uss'))} MiB  {('#' + task['id'] + ' ' + task['subject']) if task else ''}"
         )
         for child in mate["children"]:
-            console.print(f"  │   {'    ' * (child['depth'] - 1)}└─ {child['pid']} {child['cmdline'][:70]}")
+            rows.append(f"  │   {'    ' * (child['depth'] - 1)}└─ {child['pid']} {child['cmdline'][:70]}")
+    for row in close_branches(rows):  # as ps draws it; a task's words are not markup
+        console.print(row, markup=False, highlight=False)
     report = workdir / "report.md"
     if report.exists():
         console.print(f"[bold]report[/]     {report}")

@@ -62,9 +62,10 @@ def _tree_lines(out: list[str], tree: TeamTree, rows: int | None) -> None:
     )
     where = f" on {tree.host}" if tree.host else ""
     if sup is None:
-        out.append(f"{tree.team}: not up{where}{failed}{usage}")
+        out.append(f"{tree.team}: not up{where}")
         for mate in tree.teammates:
             _print_mate(out, mate, "")
+        out.append(f"{failed}{usage}".lstrip("\n"))  # below its members, as for a team that is up
         return
     top = [m for m in tree.teammates if m.role != "subagent"]
     listed, hidden = busy.budget(busy.mates_first(top) if rows and len(top) > rows else top, rows)
