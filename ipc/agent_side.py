@@ -19,6 +19,8 @@ from ipc.osproc import command_line_args
 # the process itself.
 CALLER: ContextVar[int | None] = ContextVar("agentteams_caller", default=None)
 
+_OWN_SIDE: dict[tuple[int, int | None], str | None] = {}  # (pid, supervisor) -> agent_ancestor
+
 LEAD_MODULE = "agentproc.lead"
 AGENT_PACKAGE = "agentproc"
 MAX_DEPTH = 64  # ancestors looked at: a chain is far shorter, a loop must still end
@@ -65,7 +67,13 @@ def refuse_lead(operation: str, supervisor_pid: int | None) -> None:
     """Forbidden if the caller (:data:`CALLER`, else this process) is on an agent's side:
     ``operation`` may not be done as the lead from there."""
     caller = CALLER.get()
-    under = agent_ancestor(os.getpid() if caller is None else caller, supervisor_pid)
+    if caller is not None:
+        under = agent_ancestor(caller, supervisor_pid)
+    else:  # this process: which side it is on does not change, and the walk costs ~0.1 ms
+        key = (os.getpid(), supervisor_pid)
+        if key not in _OWN_SIDE:
+            _OWN_SIDE[key] = agent_ancestor(os.getpid(), supervisor_pid)
+        under = _OWN_SIDE[key]
     if under is not None:
         raise Forbidden(
             f"{operation}: refused: acting as the lead from under {under}; a teammate's tools act as "
