@@ -90,9 +90,7 @@ def pending(lead: Mailbox, config: trust.ConfigSource) -> list[tuple[InboxMessag
     found = []
     for message in lead.unread():
         body = parse_body(message.text)
-        if not isinstance(body, PlanApprovalRequest | PermissionRequest):
-            continue
-        if trust.refusal(message, body, verifier.check(message), LEAD_NAME) is None:
+        if isinstance(body, PlanApprovalRequest | PermissionRequest) and verifier.stands(message, body):
             found.append((message, body))
     return found
 
@@ -105,7 +103,7 @@ def find(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> Request 
         body = parse_body(message.text)
         if not isinstance(body, PlanApprovalRequest | PermissionRequest) or body.request_id != request_id:
             continue
-        if trust.refusal(message, body, verifier.check(message), LEAD_NAME) is None:
+        if verifier.stands(message, body):
             return body
     return None
 

@@ -367,6 +367,11 @@ class Verifier:
             return Check(FORGED, f"msg_id {message.msg_id} was delivered before (a replay)")
         return Check(VERIFIED)
 
+    def stands(self, message: InboxMessage, body: ProtocolBody | None) -> bool:
+        """Whether this reader may act on ``message`` (``body``: its parsed text): no
+        :func:`refusal` for it. A look: nothing recorded, nothing taken."""
+        return refusal(message, body, self.check(message), self.reader) is None
+
     def taken(self, message: InboxMessage) -> None:
         """Remember a delivered entry's ``msg_id``: the same id again is a replay."""
         if isinstance(message.msg_id, str):

@@ -52,7 +52,7 @@ def answer_shutdown(team: TeamHandle, args: io.AnswerRequest, name: str) -> answ
             for message in reversed(team.inbox(name).read())
             if isinstance(body := parse_body(message.text), ShutdownRequest)
             and body.request_id == args.request_id
-            and trust.refusal(message, body, verifier.check(message), name) is None
+            and verifier.stands(message, body)
         ),
         None,
     )
