@@ -102,9 +102,7 @@ def looked_at(message: InboxMessage, verifier: trust.Verifier) -> Event:
     """An inbox message as a look at the team shows it: with its verdict ("forged" for
     what its reader would refuse), nothing recorded, nothing taken."""
     event = event_of(message)
-    check = verifier.check(message)
-    refused = trust.refusal(message, parse_body(message.text), check, verifier.reader)
-    event.trust = trust.FORGED if refused is not None else check.status
+    event.trust = verifier.verdict(message).status
     return event
 
 

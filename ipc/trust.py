@@ -27,7 +27,6 @@ but for what a member that cannot sign says of itself.
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -37,10 +36,14 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import msgspec
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ipc import ed25519
-from ipc.clock import now_ms
+from ipc.ed25519 import b64url, parse_public, unb64url
+from ipc.ed25519 import key_bytes as key_bytes
+from ipc.ed25519 import key_from_bytes as key_from_bytes
+from ipc.ed25519 import new_key as new_key
+from ipc.ed25519 import public_text as public_text
 from ipc.errors import AgentTeamsError
 from ipc.paths import TeamPaths
 from ipc.refusals import Refusal as Refusal
@@ -63,6 +66,7 @@ from ipc.schemas import (
     TaskAssignment,
     TeamConfig,
     TeamPermissionUpdate,
+    parse_body,
 )
 from ipc.seen_ids import SeenIds
 from ipc.storage import FileKey, atomic_write, file_key, read_bytes
@@ -81,62 +85,6 @@ Status = Literal["verified", "unverified", "forged"]
 VERIFIED: Status = "verified"
 UNVERIFIED: Status = "unverified"
 FORGED: Status = "forged"
-
-
-# ---------------------------------------------------------------- keys
-
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def unb64url(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def new_key() -> Ed25519PrivateKey:
-    return Ed25519PrivateKey.generate()
-
-
-def key_bytes(key: Ed25519PrivateKey) -> bytes:
-    """The 32 raw bytes of the private key (what a pipe or the lead's key file carries)."""
-    return key.private_bytes_raw()
-
-
-def key_from_bytes(data: bytes) -> Ed25519PrivateKey:
-    return Ed25519PrivateKey.from_private_bytes(data)
-
-
-_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")  # every Ed25519 SPKI, then the key (RFC 8410)
-
-
-def public_text(key: Ed25519PrivateKey, epoch_ms: int | None = None) -> str:
-    """``{epoch_ms}.{base64url DER SPKI}``: Claude Code's ``--lead-verify-key`` form."""
-    der = _SPKI_PREFIX + key.public_key().public_bytes_raw()
-    return f"{now_ms() if epoch_ms is None else epoch_ms}.{b64url(der)}"
-
-
-PUBLIC_CACHE = 256  # a parse is ~3 µs beside a ~100 µs check; each restart is a new key to keep
-_public_cache: dict[str, tuple[int, Ed25519PublicKey, bytes] | None] = {}
-
-
-def parse_public(text: str) -> tuple[int, Ed25519PublicKey, bytes] | None:
-    """(epoch ms, key, its 32 bytes) of a key written by :func:`public_text`; None if it is not one."""
-    if text in _public_cache:
-        return _public_cache[text]
-    parsed: tuple[int, Ed25519PublicKey, bytes] | None = None
-    epoch, _, der = text.partition(".")
-    try:
-        spki = unb64url(der)
-        if epoch.isdigit() and len(spki) == len(_SPKI_PREFIX) + 32 and spki.startswith(_SPKI_PREFIX):
-            raw = spki[len(_SPKI_PREFIX) :]
-            parsed = (int(epoch), Ed25519PublicKey.from_public_bytes(raw), raw)
-    except (ValueError, TypeError):
-        parsed = None
-    if len(_public_cache) > PUBLIC_CACHE:
-        _public_cache.clear()
-    _public_cache[text] = parsed
-    return parsed
 
 
 # ---------------------------------------------------------------- the scheme
@@ -335,21 +283,29 @@ class Verifier:
     """One reader's view: who signs, what verifies, which ``msg_id`` it has taken before."""
 
     def __init__(
-        self, config: ConfigSource, reader: str, seen: Iterable[str] = (), lead_keys: Iterable[str] = ()
+        self,
+        config: ConfigSource,
+        reader: str,
+        seen: Iterable[str] = (),
+        lead_keys: Callable[[], list[str]] = list,
     ) -> None:
         self.config = config
         self.paths: TeamPaths = config.paths
         self.reader = reader
         self.seen = SeenIds(MAX_SEEN, seen)
-        # Keys the lead's entries verify with when the config names none (Claude Code's lead)
-        self.lead_keys = list(lead_keys)
+        # Keys the lead's entries verify with when the config names none (Claude Code's
+        # lead): looked up when the first such entry is checked, as finding them may cost
+        self._find_lead_keys = lead_keys
+        self._lead_keys: list[str] | None = None
 
     def check(self, message: InboxMessage) -> Check:
         try:
             config = self.config.read()
             keys, signs = keys_of(config, message.from_)
-            if not signs and message.from_ == LEAD_NAME and self.lead_keys:
-                keys, signs = self.lead_keys, True
+            if not signs and message.from_ == LEAD_NAME:
+                if self._lead_keys is None:
+                    self._lead_keys = self._find_lead_keys()
+                keys, signs = self._lead_keys, bool(self._lead_keys)
         except AgentTeamsError as exc:  # an unreadable config: nothing verifies, nothing is trusted
             return Check(UNVERIFIED, f"config unreadable: {exc.message}", member=False)
         if not signs:
@@ -371,6 +327,19 @@ class Verifier:
         """Whether this reader may act on ``message`` (``body``: its parsed text): no
         :func:`refusal` for it. A look: nothing recorded, nothing taken."""
         return refusal(message, body, self.check(message), self.reader) is None
+
+    def verdict(self, message: InboxMessage) -> Check:
+        """What a look at this reader's inbox shows of ``message``: FORGED, with the reason,
+        for anything the reader would refuse (:func:`refusal`), else its check. Nothing is
+        recorded; a verified ``msg_id`` is remembered, so the same id again in the same
+        look is a replay."""
+        check = self.check(message)
+        reason = refusal(message, parse_body(message.text), check, self.reader)
+        if reason is not None:
+            return Check(FORGED, reason, check.member, check.person)
+        if check.status == VERIFIED:
+            self.taken(message)
+        return check
 
     def taken(self, message: InboxMessage) -> None:
         """Remember a delivered entry's ``msg_id``: the same id again is a replay."""

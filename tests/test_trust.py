@@ -429,7 +429,7 @@ def test_a_team_led_by_claude_code_is_checked_with_its_teammates_key(root: Path)
     passed = trust.public_text(lead)  # as on a claude teammate's --lead-verify-key
     signed = trust.sign(new_message(LEAD_NAME, "signed by Claude Code's lead", "s"), lead)
     unsigned = new_message(LEAD_NAME, "not signed", "s")
-    seen_through = trust.Verifier(store, "worker", lead_keys=[passed])
+    seen_through = trust.Verifier(store, "worker", lead_keys=lambda: [passed])
     assert seen_through.check(signed).status == trust.VERIFIED
     assert seen_through.check(unsigned).status == trust.FORGED
     blind = trust.Verifier(store, "worker")

@@ -18,16 +18,14 @@ from ipc.launch import SupervisorOptions
 from ipc.options import TeammateOptions
 from ipc.paths import TeamPaths, resolve_root
 from ipc.readable import headline
-from ipc.schemas import LEAD_NAME
 from ipc.team_list import scan_teams
 from supervisor.cli.arguments import json_value
 from supervisor.cli.look_commands import cmd_logs, cmd_ps, cmd_watch
 from supervisor.cli.output import emit, open_team, row_budget, warn
 from supervisor.cli.send_commands import message_text
 from supervisor.cli.usage_commands import budget_while_spawning, cmd_budget, cmd_usage, set_budget_from
-from supervisor.client import busy, launcher, outsiders
+from supervisor.client import busy, launcher, outsiders, readers
 from supervisor.client import operations as ops
-from supervisor.client.ps_claude import lead_verify_keys
 from supervisor.client.team import Team
 
 
@@ -300,12 +298,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     request = io.ReadInbox(name=args.name, unread_only=args.unread, mark_read=False)
     team = open_team(args)
     messages = ops.read_inbox(team, request).messages
-    config = team.config()
-    lead = config.member(LEAD_NAME)
-    claude_led = config.writes_v2 and (lead is None or not isinstance(lead.verify_key, str))
-    verifier = trust.Verifier(
-        team.store, args.name, lead_keys=lead_verify_keys(team.name) if claude_led else ()
-    )
+    verifier = readers.verifier(team.store, args.name)
 
     def show() -> None:
         for m in messages:
@@ -320,10 +313,9 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def _trust_mark(verifier: trust.Verifier, message: schemas.InboxMessage) -> str:
-    """Who wrote the entry, as far as can be told (ipc.trust); a msg_id seen above is a replay."""
-    check = verifier.check(message)
+    """The entry's verdict as every door gives it (ipc.trust), with the reason it is forged."""
+    check = verifier.verdict(message)
     if check.status == trust.VERIFIED:
-        verifier.taken(message)
         return "(verified)"
     if check.status == trust.FORGED:
         return f"(FORGED: {check.reason})"

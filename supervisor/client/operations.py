@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ipc import agent_side, answers, control, team_permissions, transcript_view, trust, worktrees
+from ipc import agent_side, answers, control, team_permissions, transcript_view, worktrees
 from ipc import operations as io
 from ipc.errors import Conflict, InvalidInput, NotFound, Timeout
 from ipc.input_words import checked
@@ -30,7 +30,7 @@ from ipc.replies import SpawnReply, StopReply, SubagentResult
 from ipc.schemas import LEAD_NAME, Task
 from ipc.task_rules import ClaimResult, why_not
 from ipc.usage import TeamUsage, team_usage
-from supervisor.client import agent_log, members, outsiders
+from supervisor.client import agent_log, members, outsiders, readers
 from supervisor.client.handle import TeamHandle
 from supervisor.client.members import SUBAGENT_PREFIX, member_infos
 from supervisor.client.ps import TeamTree, elsewhere, team_tree
@@ -169,7 +169,7 @@ def wait_for_messages(team: TeamHandle, args: io.WaitForMessages, actor: str) ->
     if name == LEAD_NAME:  # what it would take is the running lead's; a look takes nothing
         team.require_no_lead_agent(f"its messages are its own ('agentteams inbox {team.name} team-lead')")
     box, bell = team.inbox(name), team.bell(name)
-    verifier = trust.Verifier(team.store, name)  # forged entries come as notices of refusal
+    verifier = readers.verifier(team.store, name)  # forged entries come as notices of refusal
     deadline = time.monotonic() + args.timeout_s
     while True:
         seen = bell.rings()
@@ -188,10 +188,10 @@ def team_messages(team: TeamHandle, args: io.MessageQuery, actor: str) -> io.Tea
     first, protocol messages spelled out as readable events. Changes nothing: what was
     unread stays unread."""
     names = [LEAD_NAME, *(m.name for m in team.config().teammates())]
-    readers = {name: trust.Verifier(team.store, name) for name in names}
+    looks = {name: readers.verifier(team.store, name) for name in names}
     found = [
         io.TeamMessage(to=name, read=m.read, event=looked_at(m, reader))
-        for name, reader in readers.items()
+        for name, reader in looks.items()
         if (box := team.state.mailbox(name)).exists()
         for m in box.read()
     ]

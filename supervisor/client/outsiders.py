@@ -4,12 +4,13 @@ files, with or without a running supervisor."""
 
 from __future__ import annotations
 
-from ipc import answers, trust
+from ipc import answers
 from ipc import operations as io
 from ipc.clock import now_iso
 from ipc.errors import NotFound
 from ipc.replies import StopReply
 from ipc.schemas import LEAD_NAME, Member, ShutdownApproved, ShutdownRejected, ShutdownRequest, parse_body
+from supervisor.client import readers
 from supervisor.client.handle import TeamHandle
 
 BACKEND = "mcp"
@@ -45,7 +46,7 @@ def answer_shutdown(team: TeamHandle, args: io.AnswerRequest, name: str) -> answ
     """A member's answer to a shutdown request sent to it: approved, it tells the lead and
     leaves the team (its tasks released); rejected, it says why and keeps working. Only a
     request the lead sent it counts: a forged one, or one for another member, is not found."""
-    verifier = trust.Verifier(team.store, name)
+    verifier = readers.verifier(team.store, name)
     request = next(
         (
             body

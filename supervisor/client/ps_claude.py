@@ -59,13 +59,14 @@ def _claude_root(proc: psutil.Process) -> Path | None:
         return None
 
 
-def lead_verify_keys(team: str) -> list[str]:
-    """The ``--lead-verify-key`` of every live ``claude`` teammate of ``team``: how a team
-    whose lead is Claude Code's can be checked from outside (its config names no key)."""
+def lead_verify_keys(team: str, root: str | None = None) -> list[str]:
+    """The ``--lead-verify-key`` of every live ``claude`` teammate of ``team`` (under
+    ``root``): how a team whose lead is Claude Code's can be checked from outside (its
+    config names no key)."""
     import psutil
 
     keys = []
-    for pid, _ in claude_code_processes(team):
+    for pid, _ in claude_code_processes(team, root):
         try:
             cmdline = command_line_args(psutil.Process(pid).cmdline())
         except psutil.Error:

@@ -33,6 +33,7 @@ from ipc.readable import event_of, looked_at
 from ipc.schemas import LEAD_NAME, InboxMessage, Task
 from ipc.task_rules import ClaimResult
 from ipc.worktrees import WorktreeDiff
+from supervisor.client import readers
 from supervisor.client.handle import TeamHandle
 from supervisor.client.operations import TABLE, Operation
 
@@ -221,7 +222,7 @@ class Door:
         """The verdicts a look at an inbox is shown with: as its owner would check them."""
         if not isinstance(result, io.Messages):
             return None
-        return trust.Verifier(self.team.store, getattr(args, "name", "") or self.actor)
+        return readers.verifier(self.team.store, getattr(args, "name", "") or self.actor)
 
     async def _wait(self, op: Operation[Any, Any], args: io.WaitForMessages, progress: Any) -> io.Events:
         """The wait in its own thread, with progress every few seconds. If the call is

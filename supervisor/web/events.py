@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from ipc import TeamConfigStore, trust
+from ipc import TeamConfigStore
 from ipc import operations as io
 from ipc.errors import AgentTeamsError
 from ipc.fswatch import OVERFLOW, FileWatch
@@ -37,6 +37,7 @@ from ipc.paths import TeamPaths
 from ipc.readable import looked_at
 from ipc.schemas import LEAD_NAME
 from ipc.storage import ensure_dir
+from supervisor.client import readers
 
 KEEPALIVE = 15.0  # seconds: a comment line, so that proxies and browsers keep the stream open
 STATE_KINDS = frozenset({"idle_notification", "shutdown_approved", "teammate_terminated"})
@@ -130,7 +131,7 @@ class Hub:
         before = self.seen.get(name, set())
         self.seen[name] = {_key(m) for m in messages}
         new = [] if baseline else [m for m in messages if _key(m) not in before]
-        reader = trust.Verifier(self.store, name)
+        reader = readers.verifier(self.store, name)
         told = [io.TeamMessage(to=name, read=m.read, event=looked_at(m, reader)) for m in new]
         return told, sum(1 for m in messages if not m.read)
 
