@@ -108,15 +108,18 @@ def find(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> Request 
     return None
 
 
-def answered(lead: Mailbox, request_id: str) -> bool:
-    """Whether a request with this id was taken from the lead's inbox (answered, or refused
-    by the supervisor's look); one still unread is not."""
+def answered(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> bool:
+    """Whether a request with this id that its verification lets stand was taken from the
+    lead's inbox (answered); one still unread is not, nor a forged one the supervisor's look
+    refused (it was never a request)."""
+    verifier = trust.Verifier(config, LEAD_NAME)
     for message in lead.history():
         if not message.read:
             continue
         body = parse_body(message.text)
         if isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id:
-            return True
+            if verifier.stands(message, body):
+                return True
     return False
 
 
@@ -139,7 +142,7 @@ def answer(
     open_requests = pending(lead, messenger.store)
     match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
     if match is None:
-        if answered(lead, request_id):
+        if answered(lead, request_id, messenger.store):
             raise Conflict(f"request {request_id} has already been answered")
         known = ", ".join(b.request_id for _, b in open_requests) or "none"
         raise NotFound(f"no pending request {request_id!r}; pending: {known}")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ipc import agent_side, trust
-from ipc.errors import NotFound
+from ipc.errors import Conflict, NotFound
 from ipc.mailbox import Mailbox, new_message
 from ipc.schemas import LEAD_NAME, PermissionRequest, body_text
 from supervisor import Team
@@ -100,6 +100,13 @@ def test_a_forged_request_is_never_shown_to_a_person_to_approve(root: Path) -> N
     assert not Mailbox(root, "t", "alice").read()  # nothing answered in the lead's name
     team.approve("perm-real")
     assert len(Mailbox(root, "t", "alice").read()) == 1
+    # The supervisor's look takes a forged request as it refuses it: it was never a
+    # request, so it is not "already answered" either.
+    lead.mark_read_matching(next(m for m in lead.read() if "perm-forged" in m.text))
+    with pytest.raises(NotFound, match="no pending request 'perm-forged'"):
+        team.approve("perm-forged")
+    with pytest.raises(Conflict, match="request perm-real has already been answered"):
+        team.approve("perm-real")
 
 
 def test_a_member_answers_only_a_shutdown_request_the_lead_sent_it(root: Path) -> None:
