@@ -1,7 +1,7 @@
 """Whether a process is on an agent's side of a team: a teammate, an in-process host, a
-claude teammate's wrapper, or anything those started (their tools), or an orphan the
-supervisor adopted (a tool that detached from its teammate). Such a process never acts as
-the lead: the lead's authority is the person's and the lead agent's, and a teammate's Bash
+claude teammate's wrapper, or anything those started (their tools), or an orphan a
+supervisor (this team's or another's) adopted: a tool that detached from its teammate.
+Such a process never acts as the lead: the lead's authority is the person's and the lead agent's, and a teammate's Bash
 running the ordinary command line must not borrow it.
 
 Read from ``/proc``: each ancestor's parent and the module it runs (``python -m
@@ -23,6 +23,7 @@ _OWN_SIDE: dict[tuple[int, int | None], str | None] = {}  # (pid, supervisor) ->
 
 LEAD_MODULE = "agentproc.lead"
 AGENT_PACKAGE = "agentproc"
+SUPERVISOR_MODULE = "supervisor.daemon"  # a child subreaper: orphans under it are adopted
 MAX_DEPTH = 64  # ancestors looked at: a chain is far shorter, a loop must still end
 
 
@@ -57,8 +58,10 @@ def agent_ancestor(pid: int, supervisor_pid: int | None) -> str | None:
         if module.split(".")[0] == AGENT_PACKAGE and module != LEAD_MODULE:
             # The lead agent is the lead's side, unless an agent started it: walked past.
             return f"an agent's process ({module}, pid {current})"
-        if depth > 0 and current == supervisor_pid:
-            return f"the team's supervisor (pid {current}), which adopted it from a teammate"
+        if depth > 0 and (current == supervisor_pid or module == SUPERVISOR_MODULE):
+            # Any team's supervisor: a tool that detached from another team's teammate
+            # was adopted there, and is no more this team's lead than that one's.
+            return f"a team's supervisor (pid {current}), which adopted it from a teammate"
         current, depth = parent, depth + 1
     return None
 

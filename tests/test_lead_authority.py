@@ -199,8 +199,9 @@ def test_a_look_at_the_teams_messages_says_which_are_forged(root: Path) -> None:
 
 CHAIN = """
 import subprocess, sys
-from ipc.osproc import set_process_name
+from ipc.osproc import set_command_line, set_process_name
 set_process_name(sys.argv[1])
+set_command_line([sys.argv[1]])  # what /proc/PID/cmdline reads: "python -m MODULE" names a module
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"] + sys.argv[2:])
 print(child.pid, flush=True)
 child.wait()
@@ -208,7 +209,8 @@ child.wait()
 
 
 def _chain(name: str, *module: str) -> tuple[subprocess.Popen[str], int]:
-    """A process named ``name`` whose child runs ``python -m MODULE…``-like argv; the child's pid."""
+    """A process named (and with a command line) ``name`` whose child runs ``python -c``
+    with ``module`` for arguments; the child's pid."""
     proc = subprocess.Popen([sys.executable, "-c", CHAIN, name, *module], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
@@ -226,3 +228,16 @@ def test_who_is_on_an_agents_side() -> None:
             proc.kill()
             proc.wait()
     assert agent_side.agent_ancestor(os.getpid(), supervisor_pid=None) is None  # a person's
+    # Adopted by another team's supervisor (a tool that detached from that team's
+    # teammate): no more this team's lead than that one's. A person's command is not.
+    for title, refused in (
+        ("python -m supervisor.daemon --team a", True),
+        ("python -m supervisor.cli", False),
+    ):
+        proc, pid = _chain(title)
+        try:
+            said = agent_side.agent_ancestor(pid, supervisor_pid=None)
+            assert (said is not None) == refused, (title, said)
+        finally:
+            proc.kill()
+            proc.wait()
