@@ -469,3 +469,32 @@ def test_two_supervisors_claiming_one_host_name_at_once_one_wins(
     engine_host.claim_host_name(a.engine, "hy")
     now = a.engine.get("host.hy", fresh=True)
     assert now is not None and b'"state":"up"' in now.data and not meanwhile
+
+
+def test_a_claim_whose_supervisor_does_not_serve_the_name_yet_is_asked_again(
+    hosts: tuple[TeamState, TeamState], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The other supervisor has won "hz" and serves it a moment later: one that read its
+    # fresh record and found no responder took the name too (both ran its members).
+    from ipc.engine import remote
+    from supervisor.daemon import engine_host
+
+    a, b = hosts
+    assert a.engine is not None and b.engine is not None
+    other = b.engine
+    engine_host.claim_host_name(other, "hz")  # won; not serving the name yet
+    real = remote.call
+    asked: list[str] = []
+
+    def ask(engine: Any, host: str, request: Any, timeout: float) -> Any:
+        asked.append(host)
+        try:
+            return real(engine, host, request, timeout)
+        finally:
+            if len(asked) == 1:  # no responder then; the winner serves the name meanwhile
+                other.serve(other.control_subject("hz"), lambda data: b"\x00")
+
+    monkeypatch.setattr(remote, "call", ask)
+    with pytest.raises(Conflict, match="'hz' is held by a live supervisor"):
+        engine_host.claim_host_name(a.engine, "hz")
+    assert len(asked) == 2

@@ -51,6 +51,10 @@ def mirror_seconds() -> float:
 
 
 CLAIM_TIMEOUT = 3.0  # s: the holder of a host name asked whether it is there
+# A claim's supervisor serves the name milliseconds after it wins; one that went without
+# writing "down" never does: asked this often, this far apart (s), before its name is taken.
+CLAIM_ASKS = 3
+CLAIM_PAUSE = 0.5
 
 
 def lease_seconds() -> float:
@@ -76,29 +80,30 @@ def claim_host_name(engine: EngineTeam, host: str) -> None:
     answers for the name: no responder is a name free (its supervisor gone, however it
     went), an answer or a wait is one held. No clocks or pids are compared. Two claiming it
     at once both find it free: the host's record, read before asking, is then written by
-    compare-and-set, and only one of them writes it."""
+    compare-and-set, and only one of them writes it. A record that says "up" may be a claim
+    whose supervisor does not serve the name yet: it is asked again before it is taken."""
     key = f"host.{host}"
     before, _ = engine.lookup(key, fresh=True)
+    last = _record(before)
     held = "a live supervisor"
     try:
-        remote.call(engine, host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
-    except NotRunning:
-        won = False
+        if not _answered(engine, host, CLAIM_ASKS if last is not None and last.state == "up" else 1):
+            won = False
 
-        def claim(current: Entry | None) -> bytes | None:
-            nonlocal won
-            unchanged = (current.rev if current else 0) == (before.rev if before else 0)
-            record = _record(current)
-            # Changed by a claim (state "up"), not by a host marking the last holder dead.
-            won = unchanged or (record is not None and record.state != "up")
+            def claim(current: Entry | None) -> bytes | None:
+                nonlocal won
+                unchanged = (current.rev if current else 0) == (before.rev if before else 0)
+                record = _record(current)
+                # Changed by a claim (state "up"), not by a host marking the last holder dead.
+                won = unchanged or (record is not None and record.state != "up")
+                if won:
+                    return msgspec.json.encode(HostRecord(host=host, pid=os.getpid(), state="up"))
+                return current.data if current is not None else None
+
+            engine.update(key, claim, f"claiming host name {host!r}")
             if won:
-                return msgspec.json.encode(HostRecord(host=host, pid=os.getpid(), state="up"))
-            return current.data if current is not None else None
-
-        engine.update(key, claim, f"claiming host name {host!r}")
-        if won:
-            return
-        held = "a supervisor that claimed it at the same moment"
+                return
+            held = "a supervisor that claimed it at the same moment"
     except Timeout:
         held = f"a supervisor that did not answer within {CLAIM_TIMEOUT:g}s"
     except TransportError:
@@ -106,6 +111,21 @@ def claim_host_name(engine: EngineTeam, host: str) -> None:
     except Exception:  # an answer of any kind (a refusal, one we cannot read): someone holds it
         pass
     raise Conflict(f"host name {host!r} is held by {held}; give this one another with 'up --host-name NAME'")
+
+
+def _answered(engine: EngineTeam, host: str, asks: int) -> bool:
+    """Whether a supervisor answers for ``host``, asked up to ``asks`` times
+    :data:`CLAIM_PAUSE` apart (no responder each time: False). An answer that is a refusal
+    raises, as does a wait past :data:`CLAIM_TIMEOUT`."""
+    for ask in range(asks):
+        if ask:
+            time.sleep(CLAIM_PAUSE)
+        try:
+            remote.call(engine, host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
+        except NotRunning:
+            continue
+        return True
+    return False
 
 
 class EngineHost:
