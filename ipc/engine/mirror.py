@@ -160,13 +160,16 @@ class Mirror:
         if history is None:  # what an earlier run of this mirror already copied
             history = self.history[name] = {entry_id(name, raw): seq for seq, raw in box.feed.history()}
         # Files → engine: what Claude Code wrote; what it read or pruned.
-        for ident, (raw, _) in seen.items():
+        read_already = []  # published here and read in the file (a courier's hand-off)
+        for ident, (raw, read) in seen.items():
             if ident not in engine and ident not in before and ident not in history:
                 obj = read_object(raw) or {}
                 obj["read"] = False
                 history[ident], _dup = box.publish(msgspec.json.encode(obj), ident)
+                if read:
+                    read_already.append(history[ident])
                 self.ring(name)
-        taken = [
+        taken = read_already + [
             seq
             for ident, (seq, _, read) in engine.items()
             if not read
