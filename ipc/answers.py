@@ -117,9 +117,12 @@ def answered(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> bool
         if not message.read:
             continue
         body = parse_body(message.text)
-        if isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id:
-            if verifier.stands(message, body):
-                return True
+        if (
+            isinstance(body, PlanApprovalRequest | PermissionRequest)
+            and body.request_id == request_id
+            and verifier.stands(message, body)
+        ):
+            return True
     return False
 
 

@@ -24,7 +24,7 @@ from ipc.errors import Conflict, InvalidInput, NotFound
 from ipc.paths import normalise_agent_name
 from ipc.schemas import Task
 from ipc.task_graph import TaskGraph
-from ipc.task_rules import STATUSES, check_metadata, check_text
+from ipc.task_rules import RUNNER_CRASHES, STATUSES, check_metadata, check_text
 
 
 class Reads(Protocol):
@@ -148,6 +148,7 @@ def apply(graph: TaskGraph, task_id: str, edit: TaskEdit, reads: Reads) -> Appli
         meta.update(edit.metadata)
     if status == "pending" and "lastError" not in (edit.metadata or {}):
         meta.pop("lastError", None)  # a retry; unless this release records a failure
+        meta.pop(RUNNER_CRASHES, None)
     if status is not None:
         fields["status"] = status
     if edit.metadata is not None or (status == "pending" and "lastError" in task.meta):

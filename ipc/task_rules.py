@@ -52,6 +52,29 @@ class Change:
     unblocked: list[str] = field(default_factory=list)
 
 
+RUNNER_CRASHES = "runnerCrashes"  # metadata: how often a runner died running the task (a retry clears it)
+MAX_RUNNER_CRASHES = 2  # a task whose runner died running it this often fails instead
+
+
+def released_metadata(meta: dict[str, Any], error: str = "", crash: str = "") -> dict[str, Any]:
+    """A task's metadata as it is handed back from its owner: ``error`` (its turn failed) is
+    recorded as ``lastError``, so the task waits for a retry by hand. ``crash`` (its runner
+    died running it, and how) is counted; at :data:`MAX_RUNNER_CRASHES` it is the task's
+    error too: a task that kills whoever runs it would otherwise go round the team taking
+    each teammate down in turn."""
+    meta = dict(meta)
+    if crash:
+        crashes = meta.get(RUNNER_CRASHES, 0)
+        meta[RUNNER_CRASHES] = crashes = (crashes if isinstance(crashes, int) else 0) + 1
+        if crashes >= MAX_RUNNER_CRASHES and not error:
+            error = (
+                f"its runner died running it {crashes} times (the last: {crash}); set it pending to retry it"
+            )
+    if error:
+        meta["lastError"] = error[-2000:]
+    return meta
+
+
 def claim_prompt(task: Task) -> str:
     """Claude Code's auto-claim prompt, word for word, so a transcript reads the same."""
     prompt = f"Complete all open tasks. Start with task #{task.id}:\n\n {task.subject}"

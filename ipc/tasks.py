@@ -39,7 +39,7 @@ from ipc.storage import ensure_dir, make_spare, read_bytes, rewrite
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
 from ipc.task_reads import TaskReads
-from ipc.task_rules import Change, ClaimResult, check_metadata, check_text
+from ipc.task_rules import Change, ClaimResult, check_metadata, check_text, released_metadata
 
 if TYPE_CHECKING:
     from ipc.messaging import Messenger
@@ -419,17 +419,15 @@ class TaskList(TaskReads):
                     done.append((task_id, agent))
         return done
 
-    def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
+    def release_owner(self, agent: str, *, error: str = "", crash: str = "") -> builtins.list[str]:
         """Put ``agent``'s in_progress tasks back to pending with no owner (after its death,
-        or a failed turn); ``error`` is recorded as ``metadata.lastError``."""
+        or a failed turn); ``error`` and ``crash`` as :func:`released_metadata` records them."""
         agent = normalise_agent_name(agent)
         released: builtins.list[str] = []
         with self._locked() as guard:
             for task in self.window.live():  # an in_progress task is never behind the prefix
                 if task.owner_name == agent and task.status == "in_progress":
-                    meta = dict(task.meta)
-                    if error:
-                        meta["lastError"] = error[-2000:]
+                    meta = released_metadata(task.meta, error, crash)
                     self._write(
                         guard,
                         msgspec.structs.replace(task, owner=UNSET, status="pending", metadata=meta or UNSET),

@@ -91,7 +91,7 @@ class Port:
     def ended(self, name: str) -> None:
         self.ended_turns.append(name)
 
-    def release(self, name: str, error: str = "") -> list[str]:
+    def release(self, name: str, error: str = "", crash: str = "") -> list[str]:
         if self.lock_fails:
             self.lock_fails -= 1
             raise LockTimeout("held")

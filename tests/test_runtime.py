@@ -159,6 +159,27 @@ def test_a_crashed_teammate_is_restarted_and_finishes_the_work(root: Path) -> No
         assert team.status().teammates[0].restarts == 1
 
 
+def test_a_task_that_kills_whoever_runs_it_fails_instead_of_taking_the_team_down(root: Path) -> None:
+    # Each crash handed the task back with no mark, so the next teammate claimed it and died
+    # in turn: every teammate ended failed, the task still pending.
+    with running_team(root, intensity=3, period=60.0) as team:
+        team.spawn("alice", prompt="p")
+        team.spawn("bob", prompt="p")
+        (root / "poison.sh").write_text("kill -9 $PPID\n")  # the teammate that runs it
+        poison = team.tasks.create("poison", metadata={"command": f"sh {root / 'poison.sh'}"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(poison.id).failed, timeout=60)
+        meta = team.tasks.get(poison.id).meta
+        assert meta["runnerCrashes"] == 2 and "died running it 2 times" in meta["lastError"]
+        assert "ended with signal 9" in meta["lastError"]
+        after = team.tasks.create("after", metadata={"command": "true"})
+        team.wake("*")
+        team.wait_until(lambda t: t.tasks.get(after.id).status == "completed", timeout=60)
+        assert all(m.state != "failed" for m in team.status().teammates)
+        team.tasks.update(poison.id, status="pending")  # a retry by hand starts the count again
+        assert "runnerCrashes" not in team.tasks.get(poison.id).meta
+
+
 def test_a_crash_loop_ends_in_failed_and_the_control_socket_keeps_answering(root: Path) -> None:
     with running_team(root, intensity=3, period=60.0) as team:
         # A model that passes the spawn's checks but cannot load: the teammate's own one-line

@@ -29,7 +29,7 @@ from ipc.preserve import merged, read_object
 from ipc.schemas import LEAD_NAME, Task, dump_json
 from ipc.task_edit import TaskEdit
 from ipc.task_graph import TaskGraph
-from ipc.task_rules import Change, ClaimResult, claimable
+from ipc.task_rules import Change, ClaimResult, claimable, released_metadata
 from ipc.tasks import ReadyHook, TaskList
 
 if TYPE_CHECKING:
@@ -381,7 +381,7 @@ class EngineTaskList(TaskList):
                 return result.task
         return None
 
-    def release_owner(self, agent: str, *, error: str = "") -> builtins.list[str]:
+    def release_owner(self, agent: str, *, error: str = "", crash: str = "") -> builtins.list[str]:
         agent = normalise_agent_name(agent)
         released: builtins.list[str] = []
         for task in self.list():
@@ -392,9 +392,7 @@ class EngineTaskList(TaskList):
                 current = graph.get(task_id)
                 if current is None or current.owner_name != agent or current.status != "in_progress":
                     return False
-                meta = dict(current.meta)
-                if error:
-                    meta["lastError"] = error[-2000:]
+                meta = released_metadata(current.meta, error, crash)
                 graph.put(
                     msgspec.structs.replace(current, owner=UNSET, status="pending", metadata=meta or UNSET)
                 )

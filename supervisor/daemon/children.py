@@ -391,7 +391,8 @@ class Children:
             self.port.tasks_ready(released)
 
     def _on_crash(self, child: Child, code: int) -> None:
-        released = self.port.release(child.name)
+        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        released = self.port.release(child.name, crash=f"{child.name} ended with {how}")
         delay = None if self.stopping_all else self.policy.next_delay(child.restarts, self.clock.now())
         status = "killed" if code < 0 else "failed"
         if delay is None and self.policy.mode == "never":
@@ -407,12 +408,8 @@ class Children:
         if delay is None:
             child.to(S.FAILED)
             self.port.inactive(child.name)
-            log.error(
-                "%s crashed %d times within %gs: failed",
-                child.name,
-                self.policy.intensity,
-                self.policy.period,
-            )
+            crashed = (child.name, self.policy.intensity, self.policy.period)
+            log.error("%s crashed %d times within %gs: failed", *crashed)
             return
         child.to(S.EXITED)
         child.restart_timer = self.clock.call_later(delay, lambda: self._restart_after_crash(child))

@@ -113,9 +113,9 @@ class TeamFiles:
             return None
         return trust.key_bytes(key)
 
-    def release(self, name: str, error: str = "") -> list[str]:
+    def release(self, name: str, error: str = "", crash: str = "") -> list[str]:
         try:
-            return self.state.tasks.release_owner(name, error=error)
+            return self.state.tasks.release_owner(name, error=error, crash=crash)
         except TransportError as exc:  # the engine away while we go down: the lease releases them
             log.error("could not release %s's tasks: %s", name, exc.message)
             return []
