@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -36,7 +37,8 @@ from agentproc.tools.lead import TEAM_CREATE, TEAM_DELETE
 from agentproc.tools.team import LEAD_SEND_MESSAGE
 from ipc import control, trace, trust
 from ipc.errors import AgentTeamsError, NotRunning, Timeout
-from ipc.launch import DEFAULT_FALLBACK_POLL, LaunchSpec, LeadLaunch
+from ipc.launch import DEFAULT_FALLBACK_POLL, RESULT_DIR_PREFIX, LaunchSpec, LeadLaunch
+from ipc.osproc import set_parent_death_signal
 from ipc.poller import Poller, close_context, context
 from ipc.replies import LeadResult
 from ipc.schemas import LEAD_NAME, TeammateTerminated
@@ -379,6 +381,9 @@ def _interrupt_once(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _interrupt_once)
+    # The command that runs it (lead, chat) killed outright: it ends as on Ctrl-C, not unattended.
+    runner = os.getppid()
+    set_parent_death_signal(signal.SIGINT)
     logging.basicConfig(level=logging.WARNING, format="lead: %(message)s", stream=sys.stderr)
     try:
         launch = LeadLaunch.from_argv(sys.argv[1:] if argv is None else argv)
@@ -396,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if channel is not None:
             channel.close()
-    atomic_write(Path(launch.result_file), msgspec.json.encode(result))
+    result_file = Path(launch.result_file)
+    if os.getppid() != runner and result_file.parent.name.startswith(RESULT_DIR_PREFIX):
+        shutil.rmtree(result_file.parent, ignore_errors=True)  # no one is left to read it
+    else:
+        atomic_write(result_file, msgspec.json.encode(result))
     return 0 if result.stopped_by == "done" else 1
 
 

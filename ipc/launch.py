@@ -126,6 +126,9 @@ class LaunchSpec(msgspec.Struct, kw_only=True, frozen=True):
         return TeamPaths(self.root, self.team_name)
 
 
+RESULT_DIR_PREFIX = "agentteams-lead-"  # the folder a lead command makes for its lead's result
+
+
 class LeadLaunch(msgspec.Struct, kw_only=True, frozen=True):
     """A lead agent's process (``python -m agentproc.lead``): Claude Code's flags and
     agentteams' environment of its :class:`LaunchSpec` (role ``lead``), then the lead's own
@@ -186,6 +189,7 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
     agents: str = (
         ""  # agent definitions as JSON, as Claude Code's --agents: every agent of the team resolves them
     )
+    owner_pid: int = 0  # a process whose end brings the team down (lead and run pass their own); 0: none
 
     HELP: ClassVar[dict[str, str]] = {
         "wake": "zmq: wake over sockets; poll: Claude Code's 500 ms inbox poll",
@@ -208,6 +212,7 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         "agents": "agent definitions as JSON, as Claude Code's --agents: "
         '{"NAME": {"description": "...", "prompt": "...", "tools": [...], "model": "..."}}; '
         "they win over .claude/agents",
+        "owner_pid": "bring the team down when this process ends, however it ends (0: never)",
     }
 
     def checked(self) -> SupervisorOptions:
@@ -225,6 +230,8 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         ):
             if not value > 0:  # NaN too
                 raise InvalidInput(f"--{name} {value:g}: give a number of seconds {least}")
+        if self.owner_pid and (self.owner_pid < 0 or not os.path.exists(f"/proc/{self.owner_pid}")):
+            raise InvalidInput(f"--owner-pid {self.owner_pid}: no such process; give a running process's pid")
         if self.intensity < 0:
             raise InvalidInput(
                 f"--intensity {self.intensity}: give the restarts allowed per period, 0 or more"

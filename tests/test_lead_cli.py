@@ -179,6 +179,35 @@ def test_ctrl_c_ends_the_lead_with_130_and_leaves_nothing_running(root: Path) ->
     nothing_left_under(root / "state")
 
 
+@pytest.mark.parametrize("command", ["lead", "run"])
+def test_kill_9_of_the_command_that_started_the_team_leaves_nothing_running(root: Path, command: str) -> None:
+    # Its clean-up is a `finally`, which a kill -9 never runs: the supervisor, its fork
+    # server and teammates, and the lead agent went on with no one to bring them down.
+    tmp = root / "tmp"
+    tmp.mkdir()
+    if command == "lead":
+        args = ["lead", "k", "--prompt", "1. Wait: `sleep 60`"]
+    else:
+        (root / "team.toml").write_text(
+            '[team]\nname = "k"\n[[teammates]]\nname = "w"\n[[tasks]]\nkey = "w"\nsubject = "Wait"\ncommand = "sleep 60"\n'
+        )
+        args = ["run", str(root / "team.toml")]
+    proc = subprocess.Popen(
+        [*AGENTTEAMS, "--root", str(root / "state"), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=root,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    team = Team("k", root / "state")
+    wait_for(lambda: team.is_up() and any(m.children for m in team.ps().teammates), timeout=30)
+    proc.kill()
+    proc.wait()
+    nothing_left_under(root / "state", timeout=20)
+    assert not team.is_up()
+    assert list(tmp.iterdir()) == []  # the lead's result folder too: no one is left to read it
+
+
 def test_the_example_goal_runs_where_it_is_told(root: Path) -> None:
     example = Path(__file__).parent.parent / "examples" / "goal.md"
     work = root / "words"

@@ -126,8 +126,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not team.store.exists():
         team = Team.create(spec.team.name, root=root, description=spec.team.description, cwd=str(cwd))
     started = time.monotonic()
-    if not team.is_up():
-        team.up(wake=spec.team.wake)
+    if not team.is_up():  # down with this command however it ends, unless it is to stay up
+        team.up(wake=spec.team.wake, owner_pid=0 if args.keep_up else os.getpid())
     names: list[str] = []
     code, error = exits.OK, ""
     try:

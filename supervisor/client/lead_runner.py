@@ -23,7 +23,7 @@ import msgspec
 
 from ipc.agents import parse_json_definitions
 from ipc.errors import AgentTeamsError, Conflict, InvalidInput
-from ipc.launch import LaunchSpec, LeadLaunch
+from ipc.launch import RESULT_DIR_PREFIX, LaunchSpec, LeadLaunch
 from ipc.model_specs import check_api_key, check_effort, check_model
 from ipc.options import check_permission_mode
 from ipc.paths import agent_id
@@ -105,7 +105,13 @@ class LeadRun:
             # lead's: default, as Claude Code maps them).
             planning = permission_mode in ("plan", "delegate")
             handed = "default" if planning else permission_mode or "acceptEdits"
-            team.up(lead_permission_mode=handed, fork_subagents=fork_subagents, agents=agents)
+            # Down with this process, however it ends (a kill -9 runs no clean-up of ours).
+            team.up(
+                lead_permission_mode=handed,
+                fork_subagents=fork_subagents,
+                agents=agents,
+                owner_pid=os.getpid(),
+            )
         else:
             team.require_no_lead_agent("one lead at a time")
             if agents:  # its teammates resolve types with the running supervisor's definitions
@@ -114,7 +120,7 @@ class LeadRun:
                     f"'agentteams down {team.name}', then give --agents to lead or up"
                 )
         # Not in the team's runtime directory: that goes with the team, which the lead may delete.
-        self.result_dir = Path(tempfile.mkdtemp(prefix="agentteams-lead-"))
+        self.result_dir = Path(tempfile.mkdtemp(prefix=RESULT_DIR_PREFIX))
         self.result_file = self.result_dir / "result.json"
         launch = LeadLaunch(
             spec=lead_spec(team, model, permission_mode, fork_subagents, effort, agents),

@@ -9,8 +9,8 @@ subagents (their config entry, first message and result file) and bringing the t
 - :class:`ipc.control.ControlServer`: requests from the CLI, the API and agents, answered in
   arrival order, some later (a spawn when the teammate is ready), so commands queue;
 - :mod:`.lead_desk`: the lead's inbox, and a lead agent that may run; :mod:`.resident`: the
-  resident door's socket, its program started on demand.
-It is on the control path only: messages go from sender to recipient directly.
+  resident door's socket, its program started on demand; :mod:`.owner`: the command it went
+  down with. It is on the control path only: messages go from sender to recipient directly.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.lead_desk import LeadDesk
 from supervisor.daemon.outsiders import BACKEND as OUTSIDE
 from supervisor.daemon.outsiders import Outsiders
+from supervisor.daemon.owner import watch_owner
 from supervisor.daemon.panes import Backends, Panes
 from supervisor.daemon.policy import RestartPolicy
 from supervisor.daemon.processes import Processes
@@ -137,6 +138,7 @@ class Supervisor:
         self.reactor.on_signal(signal.SIGCHLD, self._reap)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self.reactor.on_signal(sig, self._on_terminate, at_once=self._impatient)
+        watch_owner(self.reactor, self.options.owner_pid, self._on_terminate)
         self._resume_members()
 
     def _ensure_lead_key(self) -> None:
