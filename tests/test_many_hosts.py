@@ -213,6 +213,37 @@ def test_down_stops_this_hosts_processes_while_the_engine_is_away(tmp_path: Path
         assert wait_for(lambda: state_of_b() == "dead", 20)
 
 
+def test_a_host_found_dead_while_cut_off_restarts_its_teammates(tmp_path: Path, engine: Engine) -> None:
+    # Cut off past its lease, host B was marked dead and its teammates' tasks released (and
+    # claimed on host A); back, its heartbeat wrote "up" over "dead" and never knew: its
+    # teammates finished what others were running again, and stayed marked inactive.
+    with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
+        b.spawn("bee", prompt="")
+        first = wait_for(
+            lambda: (m := b.status().teammate("bee")) is not None and m.state == "idle" and m.pid
+        )
+        assert a.state.engine is not None
+        held = a.state.engine.get("host.hb", fresh=True)
+        assert held is not None
+        dead = json.loads(held.data) | {"state": "dead", "by": "ha"}  # as host A's lease check writes it
+        a.state.engine.update("host.hb", lambda _: json.dumps(dead).encode(), "marking hb dead")
+        a.store.update_member("bee", is_active=False)
+        again = wait_for(
+            lambda: (
+                (m := b.status().teammate("bee")) is not None
+                and m.state == "idle"
+                and m.pid != first
+                and m.pid
+            ),
+            timeout=30,
+        )
+        assert again and not alive([first])
+        entry = a.state.engine.get("host.hb", fresh=True)
+        assert entry is not None and json.loads(entry.data)["state"] == "up"
+        member = a.config().member("bee")
+        assert member is not None and member.is_active is True  # marked again by its restart
+
+
 def test_spawn_on_another_host_from_here(tmp_path: Path, engine: Engine) -> None:
     with two_hosts(tmp_path, engine, fallback_poll=SLOW_POLL) as (a, b):
         assert a.spawn("far", prompt="", host="hb") == "far"

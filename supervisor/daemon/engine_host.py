@@ -18,9 +18,12 @@ loop must do is handed to it through a pipe.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -135,6 +138,7 @@ class EngineHost:
         state: TeamState,
         route_tasks: Callable[[list[str]], object],
         lead_woken: Callable[[], None],
+        teammate_pids: Callable[[], list[int]] = list,
     ) -> None:
         assert state.engine is not None
         self.reactor = reactor
@@ -143,6 +147,7 @@ class EngineHost:
         self.host = state.host
         claim_host_name(self.engine, self.host)  # before it answers or hears anything as this host
         self.route_tasks = route_tasks
+        self.teammate_pids = teammate_pids  # this host's running teammates
         self._actions: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         reactor.add_reader(self._read_fd, self._run_actions)
@@ -221,15 +226,25 @@ class EngineHost:
 
     # ------------------------------------------------------------ heartbeats and leases
 
-    def _write_record(self, state: str) -> None:
+    def _write_record(self, state: str) -> HostRecord | None:
+        """Write this host's record; the one it replaced."""
         self.beat += 1
         record = HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
-        self.engine.update(f"host.{self.host}", lambda _: msgspec.json.encode(record), "heartbeat")
+        replaced: HostRecord | None = None
+
+        def write(current: Entry | None) -> bytes:
+            nonlocal replaced
+            replaced = _record(current)
+            return msgspec.json.encode(record)
+
+        self.engine.update(f"host.{self.host}", write, "heartbeat")
+        return replaced
 
     def _heartbeats(self) -> None:
         while not self._stop.wait(heartbeat_seconds()):
             try:
-                self._write_record("up")
+                if (last := self._write_record("up")) is not None and last.state == "dead":
+                    self._later(functools.partial(self._found_dead, last.by))
                 self._check_leases()
             except AgentTeamsError as exc:
                 log.warning("engine: %s", exc.message)
@@ -276,6 +291,18 @@ class EngineHost:
             # Written whatever this host's copy says: the dead host's last mark may not be here yet.
             self.state.config.update_member(member.name, is_active=False)
             log.warning("host %s: %s inactive, released %s", record.host, member.name, released)
+
+    def _found_dead(self, by: str) -> None:
+        """This host was cut off past its lease: host ``by`` released its teammates' tasks
+        (others may be running them now) and marked them inactive. What they are doing is no
+        longer theirs to finish: each is killed, and restarted as after a crash."""
+        pids = self.teammate_pids()
+        log.warning(
+            "host %s found this host dead while it was cut off: restarting its %d teammate(s)", by, len(pids)
+        )
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def going_down(self) -> None:
         """From now on a write to an engine that is away gives up at once (also one the loop is

@@ -133,6 +133,7 @@ class Supervisor:
                 self.state,
                 lambda ids: self.router.route_tasks(ids, relay=False),
                 self.lead.woken,
+                lambda: [c.pid for c in self.children.by_name.values() if c.alive and c.pid],
             )
             self.router.relay = self.engine_host.publish_ready
         self.reactor.on_signal(signal.SIGCHLD, self._reap)
@@ -182,8 +183,7 @@ class Supervisor:
                 continue
             if self.state.engine is not None and member.host_name != self.state.host:
                 continue  # another host's teammate: its supervisor resumes it
-            released = self.state.tasks.release_owner(member.name)
-            if released:
+            if released := self.state.tasks.release_owner(member.name):
                 log.info("resume: released %s's tasks %s", member.name, released)
             try:
                 self._admit(member.name)
