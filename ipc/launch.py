@@ -230,6 +230,12 @@ class SupervisorOptions(msgspec.Struct, kw_only=True, frozen=True, forbid_unknow
         ):
             if not value > 0:  # NaN too
                 raise InvalidInput(f"--{name} {value:g}: give a number of seconds {least}")
+        server_dir = os.path.dirname(self.tmux_server) if "/" in self.tmux_server else ""
+        if server_dir and not os.path.isdir(server_dir):
+            raise InvalidInput(
+                f"--tmux-server {self.tmux_server!r}: no directory {server_dir!r} for its socket; "
+                "give a socket name (tmux -L) or a path in an existing directory (tmux -S)"
+            )
         if self.owner_pid and (self.owner_pid < 0 or not os.path.exists(f"/proc/{self.owner_pid}")):
             raise InvalidInput(f"--owner-pid {self.owner_pid}: no such process; give a running process's pid")
         if self.intensity < 0:

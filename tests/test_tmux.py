@@ -106,8 +106,8 @@ def test_inside_tmux_panes_are_split_beside_the_callers_and_go_at_down(
 
 
 def test_a_tmux_server_that_cannot_start_is_refused_with_tmuxs_words(root: Path, tmp_path: Path) -> None:
-    # tmux 3.3 exits 0 when it cannot make its socket, saying so on stderr only.
-    with running_team(root, tmux_server=str(tmp_path / "no-such-dir" / "sock")) as team:
+    # A socket tmux cannot make (a name past the kernel's 108 bytes): its own words, one line.
+    with running_team(root, tmux_server=str(tmp_path / ("s" * 120))) as team:
         for attempt in (
             lambda: team.spawn("alice", prompt="Wait.", backend="tmux"),
             lambda: team.restart("alice"),
@@ -115,10 +115,16 @@ def test_a_tmux_server_that_cannot_start_is_refused_with_tmuxs_words(root: Path,
             with pytest.raises(AgentTeamsError) as refused:
                 attempt()
             said = refused.value.message
-            assert "tmux new-session: error creating" in said and "internal error" not in said, said
+            assert "tmux new-session: error" in said and "File name too long" in said, said
+            assert "internal error" not in said
             assert "it stays a member, failed" in said
         assert team.status().teammate("alice").state == "failed"  # type: ignore[union-attr]
         assert "Traceback" not in (team.paths.runtime_dir() / "supervisor.log").read_text()
+    # A socket in a directory that does not exist: refused at `up`, before anything starts.
+    missing = str(tmp_path / "no-such-dir" / "sock")
+    with pytest.raises(AgentTeamsError, match=r"--tmux-server '.*no-such-dir/sock': no directory"):
+        Team("t", root=root).up(tmux_server=missing)
+    assert not Team("t", root=root).is_up()
 
 
 @pytest.mark.tmux
