@@ -309,8 +309,11 @@ def test_an_offline_teammate_gives_a_tasks_work_to_a_subagent_when_its_metadata_
         error = str(team.tasks.get(failing.id).meta["lastError"])
         assert "the subagent failed" in error and "exit 3" in error, error
         # One the offline rule moves to the background at its first check-in ("background"
-        # in its prompt): the task is done, and the lead is told so, not sent a JSON brace.
-        late = team.tasks.create("Slow helper", metadata={"subagent": "In the background: `sleep 2`"})
+        # in its prompt): the task is done when the subagent is, and the lead is told so
+        # with its answer, not sent a JSON brace.
+        late = team.tasks.create(
+            "Slow helper", metadata={"subagent": "In the background: `sleep 2; echo late`"}
+        )
         team.wake("*")
-        said = f"Completed task #{late.id}: Slow helper\nits subagent goes on in the background"
+        said = f"Completed task #{late.id}: Slow helper\nlate"
         assert wait_for(lambda: said in lead_said(team), timeout=30)

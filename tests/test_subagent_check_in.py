@@ -259,9 +259,13 @@ def test_an_offline_teammates_subagent_moved_to_the_background_reports_its_answe
         prompt = f"Run `while [ ! -e {gate} ]; do sleep 0.1; done; echo answer-42`"
         task = team.tasks.create("slow", metadata={"subagent": prompt}, owner="alice")
         helper = wait_for(lambda: subagents.running_of(team.paths, "alice", set()))[0]
-        team.background(helper)  # its parent's Agent call returns: the task is reported done
-        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
+        team.background(helper)  # its parent's Agent call returns; the task is not done yet
+        wait_for(lambda: team.tasks.get(task.id).meta.get("backgroundAgent") == helper, timeout=30)
+        # It was completed at once ("its answer comes later"): a task blocked by it ran
+        # before the subagent had done the work.
+        assert team.tasks.get(task.id).status == "in_progress"
         assert "answer-42" not in json.dumps([m.text for m in team.inbox("team-lead").read()])
         gate.touch()
+        team.wait_until(lambda t: t.tasks.get(task.id).status == "completed", timeout=30)
         said = wait_for(lambda: [m.text for m in team.inbox("team-lead").read() if "answer-42" in m.text])
-        assert said[0].startswith('Agent "slow" completed:'), said
+        assert said[0] == f"Completed task #{task.id}: slow\nanswer-42", said

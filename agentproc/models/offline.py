@@ -20,6 +20,17 @@ from ipc.schemas import LEAD_NAME, ShutdownRequest, TaskAssignment
 AUTO_REPLY = "[auto-reply]"
 HOOK_FEEDBACK = "TeammateIdle hook feedback:"
 MAX_PLAN_ATTEMPTS = 3
+BACKGROUND_AGENT = "backgroundAgent"  # task metadata: the subagent doing it in the background
+
+
+def _launched_id(output: str) -> str:
+    """The agentId of an Agent call that returned ``async_launched``, or ''."""
+    try:
+        said = json.loads(output)
+    except ValueError:
+        return ""
+    launched = isinstance(said, dict) and said.get("status") == "async_launched"
+    return str(said.get("agentId") or "") if launched else ""
 
 
 class OfflineModel:
@@ -58,13 +69,27 @@ class OfflineModel:
             )
         return TurnOutcome()
 
-    @staticmethod
-    def _pass_on(turn: Turn, tools: ToolBox) -> TurnOutcome:
-        """A background subagent ended: its answer goes to the lead, as the report of the task
-        it was working on promised ("its answer comes later")."""
+    def _pass_on(self, turn: Turn, tools: ToolBox) -> TurnOutcome:
+        """A background subagent ended: the task it was doing is completed with its answer
+        (or fails with its error); one that did no task of ours, its answer goes to the lead."""
         summary = re.search(r"<summary>(.*?)</summary>", turn.text)
         answer = re.search(r"<result>(.*?)</result>", turn.text, re.S)
         said = answer.group(1).strip() if answer else ""
+        agent = re.search(r"<task-id>(.*?)</task-id>", turn.text)
+        status = re.search(r"<status>(.*?)</status>", turn.text)
+        for task in tools.ctx.tasks.list():
+            if agent and task.meta.get(BACKGROUND_AGENT) == agent.group(1) and task.status == "in_progress":
+                shown = {"id": task.id, "subject": task.subject, "metadata": task.meta}
+                if status and status.group(1) == "completed":
+                    self._complete(tools, shown, said)
+                else:
+                    self._give_back(
+                        tools,
+                        shown,
+                        f"its subagent {status.group(1) if status else 'ended'}: {said}",
+                        "failed",
+                    )
+                return TurnOutcome()
         tools.call(
             "SendMessage",
             {
@@ -162,12 +187,21 @@ class OfflineModel:
                 self._give_back(tools, task, result.content, "failed")
                 return TurnOutcome()
             output = result.content.split("\n\nagentId: ")[0]  # its answer, not the usage that follows
-            if '"async_launched"' in output:  # moved to the background at a check-in: it goes on
-                output = "its subagent goes on in the background; its answer comes later"
+            launched = _launched_id(output)
+            if launched:  # moved to the background at a check-in: the task is done when it ends
+                tools.call("TaskUpdate", {"taskId": task_id, "metadata": {BACKGROUND_AGENT: launched}})
+                tools.ctx.current_task = ""
+                return TurnOutcome()
+        self._complete(tools, task, output)
+        return TurnOutcome()
+
+    def _complete(self, tools: ToolBox, task: dict[str, Any], output: str) -> None:
+        """The task completed with ``output``: its follow-ups made, the lead told."""
+        task_id, metadata = str(task["id"]), task.get("metadata") or {}
         done = tools.call("TaskUpdate", {"taskId": task_id, "status": "completed"})
         if done.is_error:  # a TaskCompleted hook kept it open, or the update could not be written
             self._give_back(tools, task, f"not completed: {done.content}", "blocked")
-            return TurnOutcome()
+            return
         for follow_up in metadata.get("followUps") or []:
             if isinstance(follow_up, dict) and follow_up.get("subject"):
                 extra = {"metadata": {"command": follow_up["command"]}} if follow_up.get("command") else {}
@@ -189,7 +223,6 @@ class OfflineModel:
                 "summary": f"Task #{task_id} done",
             },
         )
-        return TurnOutcome()
 
     def _plan_approved(self, task: dict[str, object], command: object, tools: ToolBox) -> bool:
         """Plan, submit, revise on rejection (a new request each time); True once approved."""
