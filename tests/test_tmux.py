@@ -162,8 +162,9 @@ def test_kill_9_of_the_supervisor_leaves_no_pane_no_process_and_no_stale_id(root
     wait_for(lambda: not panes(server), timeout=20)
     wait_for(lambda: all(m.tmux_pane_id == "" for m in team.config().teammates()))
     wait_for(lambda: not processes_under(root), timeout=20)
-    # Brought up again, its teammates come back in new panes.
-    team.up(teammate_mode="tmux", tmux_server=server)
+    # Brought up again, its teammates come back in new panes, on the server it was given
+    # before (it used to be the default one, a person's).
+    team.up(teammate_mode="tmux")
     try:
         wait_for(lambda: all(m.tmux_pane_id.startswith("%") for m in team.config().teammates()))
         assert set(panes(server)) == {pane_of(team, "alice"), pane_of(team, "bob")}

@@ -29,7 +29,7 @@ from pathlib import Path
 from ipc import key_handover
 from ipc.launch import LaunchSpec, SupervisorOptions
 from ipc.osproc import kill_session, pidfd_open
-from ipc.storage import atomic_write
+from ipc.storage import atomic_write, read_bytes
 from ipc.tmux import AGENT_OPTION, TEAM_OPTION, Tmux, TmuxError, session_name, socket_file, team_tag
 from supervisor.daemon.inprocess import InProcess
 from supervisor.daemon.processes import Processes
@@ -40,6 +40,21 @@ TEAMMATE_MODULE = "agentproc"
 EXIT_UNKNOWN = 1 << 8  # the pane went with its status (closed by a person, or the server died)
 STATUS_TRIES = 50  # looks at a dead pane's status, 20 ms apart: tmux reaps it after we hear of it
 _NOT_PASSED = {"TMUX", "TMUX_PANE", "TERM", "COLUMNS", "LINES"}  # the pane's own
+
+
+def _server(runtime: Path, given: str, beside: str) -> str:
+    """The tmux server of the team's panes: the one ``up`` was given, remembered with the
+    team, so a later ``up`` without it resumes (and sweeps) them there, not on the default
+    server, which is the one a person works in. Beside the caller's pane (``up`` inside
+    tmux), the caller's server."""
+    remembered = runtime / "tmux-server"
+    if given:
+        atomic_write(remembered, given.encode())
+    elif beside:
+        remembered.unlink(missing_ok=True)
+    else:
+        given = (read_bytes(remembered) or b"").decode()
+    return given
 
 
 @dataclass
@@ -68,7 +83,7 @@ class Panes:
         self.on_exit: Callable[[int, int], None] = lambda pid, status: None
         self.runs_again: Callable[[str], bool] = lambda name: False
         self.closed: Callable[[str], None] = lambda name: None
-        self.tmux = Tmux(options.tmux_server)
+        self.tmux = Tmux(_server(runtime, options.tmux_server, beside=options.tmux_pane))
         self.by_name: dict[str, Pane] = {}
         self.by_pid: dict[int, str] = {}
 
