@@ -287,7 +287,11 @@ class LeadLoop(AgentRunner):
 
     def settled(self) -> bool:
         """Nothing left that could give the lead another turn."""
-        if self.typed or self.ctx.mailbox.has_unread() or self.ctx.background or subagents.running(self.ctx):
+        if self.typed or self.ctx.mailbox.has_unread():
+            return False
+        if control.running_pid(self.ctx.paths.runtime_dir()) is None:
+            return True  # its subagents went with the supervisor, whatever their records still say
+        if self.ctx.background or subagents.running(self.ctx):
             return False
         self.events_pending += self._new_events()
         if self.events_pending:  # for the next turn

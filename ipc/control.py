@@ -305,6 +305,7 @@ class ControlClient:
             raise NotRunning(
                 f"no supervisor is running for this team (no {path}); start it with 'agentteams up TEAM'"
             )
+        self.runtime_dir = runtime_dir
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context(io_threads=1)
         self.socket = self.ctx.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
@@ -324,11 +325,17 @@ class ControlClient:
         with zmq_errors("cannot reach the supervisor"):
             self.socket.send(data)
         deadline = time.monotonic() + timeout
+        name = type(request).__name__.lower()
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.socket.poll(int(remaining * 1000) + 1):
-                name = type(request).__name__.lower()
+            if remaining <= 0:
                 raise Timeout(f"the supervisor did not answer {name} within {timeout:g}s")
+            # A second at a time: a supervisor killed before it answered is seen gone then,
+            # not at the end of a wait that may be minutes long.
+            if not self.socket.poll(int(min(remaining, 1.0) * 1000) + 1):
+                if running_pid(self.runtime_dir) is None:
+                    raise NotRunning(f"the supervisor ended before it answered {name}")
+                continue
             try:
                 reply = _reply_decoder.decode(self.socket.recv())
             except (msgspec.DecodeError, msgspec.ValidationError):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ipc import subagents
 from ipc.config import TeamConfigStore
 from ipc.schemas import PlanApprovalResponse, parse_body
 from ipc.tasks import TaskList
@@ -257,6 +258,34 @@ def test_a_permission_request_reaches_the_lead_as_a_turn_and_its_answer_unblocks
     assert result.stopped_by == "done", result
     assert len(asked) == 1 and "copier asks to run Bash" in asked[0] and str(outside) in asked[0]
     assert copied.read_text() == "from outside\n"
+    nothing_left_under(root)
+
+
+def test_the_lead_ends_when_the_supervisor_dies_under_its_background_subagent(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its subagent died with the supervisor (kill -9), its record still "running": the lead
+    # waited on it for good, and never looked whether the supervisor was there at all.
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if "GOAL" in turn_text(request):
+            return tool_uses(("a1", "Agent", background("slow", "`sleep 300`")))
+        return text("It runs in the background.")
+
+    with serve(script, monkeypatch) as api:
+        team = Team.create("t", root=root, cwd=str(root))
+        run = LeadRun(team, "GOAL: wait.", model=LEAD_MODEL, timeout=None, interactive=False, verbose=False)
+        try:
+            wait_for(lambda: len(api.requests) >= 2, timeout=30)  # the Agent call has returned
+            assert subagents.running_of(team.paths, "team-lead", set())
+            supervisor = team.supervisor_pid()
+            assert supervisor is not None
+            os.kill(supervisor, signal.SIGKILL)
+            ended = wait_for(lambda: not run.running(), timeout=30)
+        finally:
+            if run.running():
+                run.proc.kill()
+            run.wait()
+    assert ended
     nothing_left_under(root)
 
 
