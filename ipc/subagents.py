@@ -127,6 +127,21 @@ def usage_text(result: SubagentResult) -> str:
     return f"<usage>total_tokens: {result.tokens}\ntool_uses: {result.tool_uses}\nduration_ms: {duration}</usage>"
 
 
+def end_orphans(paths: TeamPaths, why: str) -> list[str]:
+    """Record every subagent still recorded running as killed, ``why``; their ids. Only for
+    a supervisor starting, when none can be running (they are its children)."""
+    folder = paths.team_dir / "subagents"
+    ended = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            if read(paths, path.stem).status == "running":
+                finish(paths, path.stem, "killed", error=why)
+                ended.append(path.stem)
+        except AgentTeamsError:  # not a record (a fork base, a file that does not parse)
+            continue
+    return ended
+
+
 def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:
     """Ids of ``parent``'s subagents still running. ``settled``, kept by the caller between
     looks, gathers the ids that can never be: ended, or another parent's. Their files are not

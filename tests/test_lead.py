@@ -287,6 +287,15 @@ def test_the_lead_ends_when_the_supervisor_dies_under_its_background_subagent(
             run.wait()
     assert ended
     nothing_left_under(root)
+    # Its record said "running" for good: a second lead waited on it, and `background`
+    # offered to move it. The next supervisor records it killed.
+    (slow,) = subagents.running_of(team.paths, "team-lead", set())
+    team.up()
+    try:
+        record = subagents.read(team.paths, slow)
+        assert (record.status, record.error) == ("killed", "its supervisor ended before it did")
+    finally:
+        team.down()
 
 
 def test_sync_and_background_subagents_task_output_and_task_stop(

@@ -170,6 +170,8 @@ class Supervisor:
         except BlockingIOError:
             raise AgentTeamsError(f"a supervisor for team {self.team!r} is already running") from None
         (self.runtime / "supervisor.pid").write_text(f"{os.getpid()}\n")
+        # No other supervisor runs: a subagent recorded running died with the one before.
+        subagents.end_orphans(self.paths, "its supervisor ended before it did")
         return fd
 
     def _resume_members(self) -> None:
@@ -275,13 +277,8 @@ class Supervisor:
         elif isinstance(request, control.Restart):
             self.children.restart(request.name, self._replier(caller))
         elif isinstance(request, control.Shutdown):
-            self.children.request_stop(
-                request.name,
-                reason=request.reason,
-                grace=request.grace,
-                force=request.force,
-                done=self._replier(caller),
-            )
+            r, done = request, self._replier(caller)
+            self.children.request_stop(r.name, reason=r.reason, grace=r.grace, force=r.force, done=done)
         elif isinstance(request, control.Down):
             self.down_callers.append(caller)
             if not self.children.stopping_all:
