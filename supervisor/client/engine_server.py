@@ -84,7 +84,20 @@ def status(data: Path) -> EngineServer | None:
         server = msgspec.json.decode(raw, type=EngineServer)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return server if _alive(server.pid) else None
+    return server if _alive(server.pid) and _serves(server.pid, data) else None
+
+
+def _serves(pid: int, data: Path) -> bool:
+    """Whether process ``pid`` is a nats-server keeping its JetStream store in ``data``: a
+    record outlives its server (a foreground one stopped with Ctrl-C, a reboot), and its pid
+    may be another process's by now, which no command here may signal."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    store = str(data / "jetstream")
+    return any(a == "-sd" and b == store for a, b in zip(argv, argv[1:], strict=False))
 
 
 def _argv(data: Path, listen: str, port: int, config: str) -> list[str]:
