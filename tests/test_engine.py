@@ -205,6 +205,10 @@ def test_a_team_of_files_is_untouched_by_the_engine(tmp_path: Path, engine: Engi
         assert again.engine is None  # a team this root has files of stays files
     finally:
         del os.environ["AGENTTEAMS_ENGINE"]
+    # A host name for it was ignored, and the team went up as if none had been given.
+    refused = cli(tmp_path / "plain", "up", "p", "--host-name", "gpu", ok=False).stderr
+    assert refused == "agentteams: error: team 'p' is a team of files here; it has no engine to join\n"
+    assert cli(tmp_path / "plain", "status", "p", ok=None).returncode == 1  # not up
 
 
 def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ class TeamHandle:
         this machine's name) and the supervisor runs that host's teammates. ``agents``: agent
         definitions as Claude Code's ``--agents`` takes them, JSON text or its dict."""
         self.store.read()
-        if self.state.link is not None:
+        if self.state.link is not None or host_name:  # a team of files: refused, not ignored
             self.join(host_name)
         if "agents" in options:  # Claude Code's --agents JSON, or the dict it stands for
             options["agents"] = agents_json(options["agents"])
