@@ -194,7 +194,10 @@ class Mirror:
         self.in_file[name] = set(seen) | {entry_id(name, raw) for raw in fresh}
         self.written[str(path)] = file_key(path)
         state, _ = box._state()
-        self.synced[feed_key] = hash((box.feed.top, state.floor, tuple(state.read)))
+        if read_already:  # its take may precede the entry's arrival in the feed: look again
+            self.synced.pop(feed_key, None)
+        else:
+            self.synced[feed_key] = hash((box.feed.top, state.floor, tuple(state.read)))
 
 
 def _entries(data: bytes | None) -> list[bytes]:
