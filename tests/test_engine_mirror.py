@@ -38,6 +38,7 @@ def test_a_message_a_courier_handed_over_read_is_read_on_the_engine_too(
     state.config.create("across hosts", cwd=str(tmp_path))
     state.config.add_member("cc", host="ha")
     rung: list[str] = []
+    assert state.engine is not None
     mirror = Mirror(paths, state.engine, state.messenger.mailbox, rung.append)
     mirror.step()
     handed = msgspec.structs.replace(new_message("team-lead", "handed to claude", "s"), read=True)

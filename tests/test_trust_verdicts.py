@@ -16,6 +16,8 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from mcp_types import TextContent
 
 from ipc import TeamConfigStore, trust
 from ipc import operations as io
@@ -30,7 +32,7 @@ from tests.runtime_helpers import cli
 
 
 @pytest.fixture
-def claude_teammate(root: Path) -> Iterator[trust.Ed25519PrivateKey]:
+def claude_teammate(root: Path) -> Iterator[Ed25519PrivateKey]:
     """A team made as Claude Code 2.1.330 makes it, with a live process standing for its
     `claude` teammate: the lead's public key on its command line, as Claude Code passes it."""
     store = TeamConfigStore(root, "cc")
@@ -52,7 +54,7 @@ def claude_teammate(root: Path) -> Iterator[trust.Ed25519PrivateKey]:
 
 
 def test_every_door_checks_a_claude_code_leads_entries_with_its_teammates_key(
-    root: Path, claude_teammate: trust.Ed25519PrivateKey
+    root: Path, claude_teammate: Ed25519PrivateKey
 ) -> None:
     box = Mailbox(root, "cc", "worker")
     box.append_message(trust.sign(new_message(LEAD_NAME, "signed by the lead", "a"), claude_teammate))
@@ -77,16 +79,15 @@ def test_every_door_checks_a_claude_code_leads_entries_with_its_teammates_key(
     assert [m.event.trust for m in streamed] == expected
 
     read = anyio.run(Door(team).call, "read_inbox", {"name": "worker"})
-    entries = read.content[0].text.split("\n\nFrom ")
+    assert isinstance(block := read.content[0], TextContent)
+    entries = block.text.split("\n\nFrom ")
     assert ["[" not in entries[0].splitlines()[0], "[forged]" in entries[1], "[forged]" in entries[2]] == [
         True
     ] * 3
     assert all(not m.read for m in box.read()) and not trust.read_refusals(team.paths)  # looks, all of them
 
 
-def test_a_replayed_entry_is_forged_at_every_door(
-    root: Path, claude_teammate: trust.Ed25519PrivateKey
-) -> None:
+def test_a_replayed_entry_is_forged_at_every_door(root: Path, claude_teammate: Ed25519PrivateKey) -> None:
     entry = trust.sign(new_message(LEAD_NAME, "once", "a"), claude_teammate)
     box = Mailbox(root, "cc", "worker")
     box.append_message(entry)
