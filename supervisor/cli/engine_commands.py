@@ -65,7 +65,9 @@ def cmd_engine(args: argparse.Namespace) -> int:
     else:
         running = engine_server.status(data)
         if running is None:
-            emit(args, {"running": False, "data": str(data)}, f"no engine runs from {data}")
+            left = engine_server.recorded(data)  # a stale record: said, so nobody trusts its pid
+            said = f" ({engine_server.stale(left)})" if left is not None else ""
+            emit(args, {"running": False, "data": str(data)}, f"no engine runs from {data}{said}")
             return exits.ERROR  # a script's `engine status || engine start`; 3 is a failed task
         emit(args, running, f"engine running (pid {running.pid}), {where(running)}, data in {running.data}")
     return 0

@@ -2,13 +2,17 @@
 package installs beside the interpreter, run with JetStream on and its file store in a data
 directory (default ``{root}/engine``), so that a user needs nothing beyond ``pip install``.
 
-What runs is recorded in ``{data}/agentteams-engine.json`` (pid, address, port), so
-``status`` and ``stop`` find it; a record whose process is gone is reported as stopped.
+What runs is recorded in ``{data}/agentteams-engine.json`` (pid, its start time, address,
+port), so ``status`` and ``stop`` find it. A record outlives its process (a foreground start
+stopped with Ctrl-C, a reboot) and its pid may then be any process's: it counts only while
+that pid is this data directory's nats-server, started when recorded; otherwise it is stale,
+the engine is stopped, and nothing is ever signalled.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -38,6 +42,7 @@ class EngineServer(msgspec.Struct, kw_only=True):
     data: str
     log: str
     auth: bool = False
+    started: int = 0  # the process's start time (clock ticks after boot): its pid reused is not it
 
     @property
     def url(self) -> str:
@@ -61,43 +66,58 @@ def data_dir(root: str | os.PathLike[str] | None, data: str | os.PathLike[str] |
     return Path(data).expanduser().absolute() if data else resolve_root(root) / "engine"
 
 
-def _alive(pid: int) -> bool:
+def _process(pid: int) -> tuple[list[str], int] | None:
+    """The arguments and start time of ``pid``; None if it is gone or has exited (a zombie)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (our own child not yet reaped) has exited
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0")]
     except (OSError, IndexError):
-        return True
+        return None
+    if len(fields) < 20 or fields[0] == b"Z":
+        return None
+    return argv, int(fields[19])  # field 22 of stat: starttime
 
 
-def status(data: Path) -> EngineServer | None:
-    """The server recorded in ``data`` if it still runs."""
+def started_at(pid: int) -> int:
+    seen = _process(pid)
+    return seen[1] if seen is not None else 0
+
+
+def _ours(server: EngineServer, data: Path) -> bool:
+    """Whether the recorded pid is this data directory's nats-server, the one recorded."""
+    seen = _process(server.pid)
+    if seen is None:
+        return False
+    argv, started = seen
+    if server.started and started != server.started:
+        return False
+    if not argv or Path(argv[0]).name != "nats-server" or "-sd" not in argv[:-1]:
+        return False
+    store = argv[argv.index("-sd") + 1]
+    return Path(store).resolve() == (data / "jetstream").resolve()
+
+
+def recorded(data: Path) -> EngineServer | None:
+    """The server recorded in ``data``, whether or not it still runs."""
     raw = read_bytes(data / RECORD)
     if raw is None:
         return None
     try:
-        server = msgspec.json.decode(raw, type=EngineServer)
+        return msgspec.json.decode(raw, type=EngineServer)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return server if _alive(server.pid) and _serves(server.pid, data) else None
 
 
-def _serves(pid: int, data: Path) -> bool:
-    """Whether process ``pid`` is a nats-server keeping its JetStream store in ``data``: a
-    record outlives its server (a foreground one stopped with Ctrl-C, a reboot), and its pid
-    may be another process's by now, which no command here may signal."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().decode(errors="replace").split("\0")
-    except OSError:
-        return False
-    store = str(data / "jetstream")
-    return any(a == "-sd" and b == store for a, b in zip(argv, argv[1:], strict=False))
+def status(data: Path) -> EngineServer | None:
+    """The server recorded in ``data`` if it still runs (a stale record: None)."""
+    server = recorded(data)
+    return server if server is not None and _ours(server, data) else None
+
+
+def stale(server: EngineServer) -> str:
+    return f"its record names pid {server.pid}, which is not its nats-server (a stale record)"
 
 
 def _argv(data: Path, listen: str, port: int, config: str) -> list[str]:
@@ -198,10 +218,20 @@ def start(
     ensure_dir(data)
     argv = _argv(data, listen, port, _auth_config(data, user, password, config))
     log = data / "nats-server.log"
-    if not detach:
-        record = EngineServer(
-            pid=os.getpid(), listen=listen, port=port, data=str(data), log=str(log), auth=bool(user)
+
+    def record_of(pid: int) -> EngineServer:
+        return EngineServer(
+            pid=pid,
+            listen=listen,
+            port=port,
+            data=str(data),
+            log=str(log),
+            auth=bool(user),
+            started=started_at(pid),
         )
+
+    if not detach:
+        record = record_of(os.getpid())  # execv keeps the pid and its start time
         atomic_write(data / RECORD, msgspec.json.encode(record))
         if announce is not None:
             announce(record)
@@ -210,9 +240,7 @@ def start(
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
         )
-    record = EngineServer(
-        pid=proc.pid, listen=listen, port=port, data=str(data), log=str(log), auth=bool(user)
-    )
+    record = record_of(proc.pid)
     deadline = time.monotonic() + START_TIMEOUT
     while not _port_open(listen, port):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -227,16 +255,30 @@ def start(
 
 
 def stop(data: Path, timeout: float = 10.0) -> EngineServer:
-    """Stop the recorded server (SIGTERM, then SIGKILL after ``timeout``)."""
-    server = status(data)
-    if server is None:
-        raise NotRunning(f"no engine runs from {data}; start one with 'agentteams engine start'")
-    os.kill(server.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _alive(server.pid):
-        if time.monotonic() > deadline:
-            os.kill(server.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 5
-        time.sleep(0.02)
+    """Stop the recorded server (SIGTERM, then SIGKILL after ``timeout``). It is signalled
+    through a pidfd opened before it is checked, so the process signalled is the one checked."""
+    server = recorded(data)
+    pidfd = _open(server.pid) if server is not None else None
+    try:
+        if pidfd is None or server is None or not _ours(server, data):
+            said = f" ({stale(server)}: nothing was signalled)" if server is not None else ""
+            raise NotRunning(f"no engine runs from {data}{said}; start one with 'agentteams engine start'")
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            try:
+                signal.pidfd_send_signal(pidfd, sig)
+            except ProcessLookupError:
+                break  # gone meanwhile
+            if select.select([pidfd], [], [], wait)[0]:  # readable once it has exited
+                break
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
     (data / RECORD).unlink(missing_ok=True)
     return server
+
+
+def _open(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, ValueError, OverflowError):  # gone, or no pid at all
+        return None

