@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from ipc.engine.marker import host_name
 from ipc.errors import InvalidInput
 from ipc.model_specs import check_effort, check_model, claude_code_model
 from ipc.paths import normalise_agent_name
@@ -92,6 +93,8 @@ class TeammateOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise InvalidInput(
                 f"a claude-code teammate runs Claude models; model {self.model!r} is not one (use sonnet, opus, haiku or a Claude model id)"
             )
+        if self.host:
+            host_name(self.host)  # refused, never rewritten into another host's name
         return msgspec.structs.replace(self, name=normalise_agent_name(self.name), backend=backend)
 
 

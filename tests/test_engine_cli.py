@@ -9,9 +9,14 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from ipc.engine import team as engine_team
+from ipc.errors import InvalidInput
+from supervisor import Team
 from supervisor.client import engine_server
 from tests.engine_helpers import free_port, running_engine
-from tests.runtime_helpers import AGENTTEAMS, cli, wait_for
+from tests.runtime_helpers import AGENTTEAMS, cli, files, nothing_left_under, wait_for
 
 
 def _record(root: Path) -> Path:
@@ -72,3 +77,42 @@ def test_a_record_whose_pid_is_not_this_engines_server_is_stale(tmp_path: Path) 
     finally:
         unrelated.kill()
         unrelated.wait()
+
+
+def test_up_with_a_host_name_on_a_team_of_files_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    # It started the supervisor and ignored the option, while spawn --host refused the same.
+    root = tmp_path / "root"
+    root.mkdir()
+    cli(root, "team", "create", "plain")
+    before = files(root)
+    refused = cli(root, "up", "plain", "--host-name", "gpubox", "--budget-tokens", "100", ok=False)
+    assert refused.returncode == 1 and refused.stderr == (
+        "agentteams: error: team 'plain' is not on an engine, so it has no host name 'gpubox'; "
+        "leave out --host-name\n"
+    )
+    assert files(root) == before and cli(root, "status", "plain", ok=None).returncode != 0
+    with pytest.raises(InvalidInput, match="not on an engine"):
+        Team("plain", root=root).up(host_name="gpubox")
+    assert files(root) == before
+
+
+def test_a_host_name_that_is_not_in_the_allowed_form_is_refused_not_rewritten(tmp_path: Path) -> None:
+    # '!!!' became 'host' and 'gpu.box' became 'gpu-box' without a word: another host's name.
+    root = tmp_path / "root"
+    root.mkdir()
+    with running_engine(tmp_path / "engine") as engine:
+        try:
+            cli(root, "team", "create", "t", "--engine", engine.url)
+            before = files(root)
+            for bad in ("!!!", "gpu.box", "-gpu", " gpu", "a" * 65):
+                said = cli(root, "up", "t", f"--host-name={bad}", ok=False)
+                assert said.returncode == 1 and f"host name {bad!r} " in said.stderr, said.stderr
+                assert "letters, digits, '-' and '_'" in said.stderr, said.stderr
+                said = cli(root, "spawn", "t", "alice", "--prompt", "", f"--host={bad}", ok=False)
+                assert f"host name {bad!r} " in said.stderr, said.stderr
+                with pytest.raises(InvalidInput, match="letters, digits"):
+                    Team("t", root=root).up(host_name=bad)
+            assert files(root) == before
+        finally:
+            engine_team.close_all()
+    nothing_left_under(root)

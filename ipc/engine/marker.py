@@ -36,13 +36,24 @@ class Link:
 
 
 def default_host() -> str:
-    return host_name(socket.gethostname())
+    """This machine's name, made usable (a name of its own that nobody typed)."""
+    return _usable(socket.gethostname())
+
+
+def _usable(name: str) -> str:
+    clean = re.sub(r"[^a-zA-Z0-9_-]", "-", name.strip())[:64].strip("-")
+    return clean or "host"
 
 
 def host_name(name: str) -> str:
-    """A host name usable in subjects and keys: letters, digits, '-' and '_'."""
-    clean = re.sub(r"[^a-zA-Z0-9_-]", "-", name.strip())[:64].strip("-")
-    return clean or "host"
+    """``name`` if it is usable in subjects and keys as it is; a name given is never
+    rewritten, since what it became ('gpu.box': 'gpu-box') could be another host's."""
+    if name != _usable(name):
+        raise InvalidInput(
+            f"host name {name!r} is not allowed; use 1-64 letters, digits, '-' and '_', "
+            "not starting or ending with '-'"
+        )
+    return name
 
 
 def read(paths: TeamPaths) -> Link | None:

@@ -88,6 +88,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             hint = f"'agentteams status {team.name}' shows it"
         raise Conflict(f"team {team.name!r} is already up (supervisor pid {pid}); {hint}")
     SupervisorOptions(**fields).checked()  # bad options (a malformed --agents): nothing changed
+    team.check_host_name(args.host_name)
     set_budget_from(args, team)
     wake = fields.pop("wake")
     pid = team.up(wake=wake, host_name=args.host_name, **fields)

@@ -93,13 +93,25 @@ class TeamHandle:
         this machine's name) and the supervisor runs that host's teammates. ``agents``: agent
         definitions as Claude Code's ``--agents`` takes them, JSON text or its dict."""
         self.store.read()
-        if self.state.link is not None or host_name:  # a team of files: refused, not ignored
+        self.check_host_name(host_name)
+        if self.state.link is not None:
             self.join(host_name)
         if "agents" in options:  # Claude Code's --agents JSON, or the dict it stands for
             options["agents"] = agents_json(options["agents"])
         checked = SupervisorOptions(wake=wake, **options).checked()  # type: ignore[arg-type]
         self._proc = launcher.start(self.paths, checked)
         return self._proc.pid
+
+    def check_host_name(self, host_name: str) -> None:
+        """A host name for ``up``: refused on a team of files (it would be ignored, as
+        ``spawn --host`` refuses), and one not already usable as it is."""
+        if not host_name:
+            return
+        if self.state.link is None:
+            raise InvalidInput(
+                f"team {self.name!r} is not on an engine, so it has no host name {host_name!r}; leave out --host-name"
+            )
+        marker.host_name(host_name)
 
     def join(self, host_name: str = "") -> None:
         """Remember, in this root, that the team lives on the engine, and this host's name."""
