@@ -5,9 +5,11 @@ URLs that are not what they look like, and a team still up on another host."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -116,3 +118,30 @@ def test_a_host_name_that_is_not_in_the_allowed_form_is_refused_not_rewritten(tm
         finally:
             engine_team.close_all()
     nothing_left_under(root)
+
+
+def test_an_engine_url_whose_password_needs_encoding_says_so(tmp_path: Path) -> None:
+    # A password with '/', '#' or '?' was reported as "has a bad port" (or "a path or query").
+    root = tmp_path / "root"
+    root.mkdir()
+    password = "p/a#s?s"
+    with running_engine(tmp_path / "engine", user="ann", password=password) as engine:
+        try:
+            raw = f"nats://ann:{password}@127.0.0.1:{engine.port}"
+            for url in (raw, raw.replace("ann:", "a/n:"), f"nats://ann:x?y@127.0.0.1:{engine.port}"):
+                said = cli(root, "team", "create", "t", "--engine", url, ok=False)
+                assert said.returncode == 1 and "percent-encode" in said.stderr, said.stderr
+                assert "port" not in said.stderr and "s?s" not in said.stderr, said.stderr
+            env = {**os.environ, "AGENTTEAMS_ENGINE": raw}
+            by_env = subprocess.run(
+                [*AGENTTEAMS, "task", "list", "t", "--root", str(root)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert by_env.returncode == 1 and "percent-encode" in by_env.stderr, by_env.stderr
+            assert not (root / "teams").exists()
+            encoded = f"nats://ann:{quote(password, safe='')}@127.0.0.1:{engine.port}"
+            cli(root, "team", "create", "t", "--engine", encoded)
+        finally:
+            engine_team.close_all()

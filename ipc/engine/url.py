@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from ipc.errors import InvalidInput
 
@@ -38,6 +38,7 @@ def parse(url: str) -> EngineUrl:
         raise InvalidInput(
             f"engine URL {url!r} has scheme {parts.scheme!r}; use nats://HOST:PORT or tls://HOST:PORT"
         )
+    _check_credentials(text, parts)
     try:
         port = parts.port or DEFAULT_PORT
     except ValueError:
@@ -54,6 +55,24 @@ def parse(url: str) -> EngineUrl:
         password=unquote(parts.password or ""),
         creds=os.environ.get("AGENTTEAMS_NATS_CREDS", ""),
         tls=parts.scheme == "tls",
+    )
+
+
+def _check_credentials(text: str, parts: SplitResult) -> None:
+    """A '/', '?' or '#' in the user or password ends the address where a URL reads it: the
+    rest looked like a bad port or a path. Said as what it is, without the password."""
+    rest = text.split("://", 1)[-1]
+    if "@" not in rest or "@" in parts.netloc:
+        return
+    login, _, server = rest.rpartition("@")
+    user, _, password = login.partition(":")
+    whose, value = ("user", user) if any(ch in user for ch in "/?#") else ("password", password)
+    found = [repr(ch) for ch in "/?#" if ch in value]
+    codes = ", ".join(f"{ch} as %{ord(ch[1]):02X}" for ch in found)
+    said = " and ".join([", ".join(found[:-1]), found[-1]] if len(found) > 1 else found)
+    raise InvalidInput(
+        f"engine URL {parts.scheme}://…@{server}: its {whose} has {said}, where a URL ends the "
+        f"address; percent-encode {'it' if len(found) == 1 else 'them'} in the URL ({codes})"
     )
 
 
