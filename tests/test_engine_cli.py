@@ -17,7 +17,7 @@ from ipc.engine import team as engine_team
 from ipc.errors import InvalidInput
 from supervisor import Team
 from supervisor.client import engine_server
-from tests.engine_helpers import free_port, running_engine
+from tests.engine_helpers import free_port, running_engine, two_hosts
 from tests.runtime_helpers import AGENTTEAMS, cli, files, nothing_left_under, wait_for
 
 
@@ -143,5 +143,41 @@ def test_an_engine_url_whose_password_needs_encoding_says_so(tmp_path: Path) -> 
             assert not (root / "teams").exists()
             encoded = f"nats://ann:{quote(password, safe='')}@127.0.0.1:{engine.port}"
             cli(root, "team", "create", "t", "--engine", encoded)
+        finally:
+            engine_team.close_all()
+
+
+def test_team_delete_is_refused_while_another_host_is_up(tmp_path: Path) -> None:
+    # It removed the team from under host B: B's supervisor and teammates ran on, orphaned,
+    # and attached to the next team of that name.
+    with running_engine(tmp_path / "engine") as engine, two_hosts(tmp_path, engine) as (a, b):
+        try:
+            b.spawn("bee", prompt="")
+            for force in ([], ["--force"]):
+                said = cli(a.root, "team", "delete", "many", *force, ok=False).stderr
+                assert said == (
+                    "agentteams: error: team 'many' is still up on host hb; run 'agentteams down many' "
+                    "there first (its supervisor and teammates would run on without the team)\n"
+                ), said
+            assert a.is_up() and b.is_up() and a.config().member("bee") is not None
+            b.down()
+            cli(a.root, "team", "delete", "many", "--force")  # this host's own supervisor: brought down
+            assert not a.is_up()
+            assert "does not exist in the engine" in cli(b.root, "task", "list", "many", ok=False).stderr
+        finally:
+            engine_team.close_all()
+
+
+def test_team_delete_goes_ahead_past_a_host_whose_supervisor_died(tmp_path: Path) -> None:
+    # Its record says up for good when no supervisor is left to mark it dead: asked, it
+    # answers nothing, so the team can still be deleted.
+    with running_engine(tmp_path / "engine") as engine, two_hosts(tmp_path, engine) as (a, b):
+        try:
+            a.down()
+            pid = b.supervisor_pid()
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not b.is_up(), 10)
+            cli(a.root, "team", "delete", "many", "--force")
         finally:
             engine_team.close_all()

@@ -13,8 +13,8 @@ import msgspec
 
 from ipc import agent_side, answers, worktrees
 from ipc import operations as io
-from ipc.engine import marker
-from ipc.errors import Timeout
+from ipc.engine import hosts, marker
+from ipc.errors import Conflict, Timeout
 from ipc.launch import agents_json
 from ipc.options import Isolation, SpawnBackend, TeammateOptions
 from ipc.paths import normalise_agent_name
@@ -47,9 +47,17 @@ class Team(TeamHandle):
         return team
 
     def delete(self, force: bool = False) -> None:
-        """Remove the team's state; refused while teammates remain unless ``force``. A team
-        that is up is brought down first. The lead's to do: never an agent's tool."""
+        """Remove the team's state; refused while teammates remain unless ``force``, and in a
+        team on the engine while another host is up. A team that is up here is brought down
+        first. The lead's to do: never an agent's tool."""
         agent_side.refuse_lead("team delete", self.supervisor_pid())
+        if self.state.engine is not None:  # also with force: their members would run on, orphaned
+            others = hosts.up_elsewhere(self.state.engine, self.host)
+            if others:
+                raise Conflict(
+                    f"team {self.name!r} is still up on host{'s' * (len(others) > 1)} {', '.join(others)}; run 'agentteams down "
+                    f"{self.name}' there first (its supervisor and teammates would run on without the team)"
+                )
         if not force:
             remaining = [m.name for m in self.store.read().teammates()] if self.store.exists() else []
             if remaining:

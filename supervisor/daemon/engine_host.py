@@ -31,12 +31,11 @@ from typing import Any
 
 import msgspec
 
-from ipc import control
-from ipc.engine import connection, remote
+from ipc.engine import connection, hosts, remote
 from ipc.engine.mirror import Mirror
 from ipc.engine.ring import EngineWakeListener
 from ipc.engine.team import EngineTeam, Entry
-from ipc.errors import AgentTeamsError, Conflict, NotRunning, Timeout, TransportError
+from ipc.errors import AgentTeamsError, Conflict, Timeout, TransportError
 from ipc.schemas import LEAD_NAME
 from ipc.settings import env
 from ipc.team_state import TeamState
@@ -53,23 +52,8 @@ def mirror_seconds() -> float:
     return float(env("AGENTTEAMS_MIRROR_INTERVAL", "0.2"))
 
 
-CLAIM_TIMEOUT = 3.0  # s: the holder of a host name asked whether it is there
-# A claim's supervisor serves the name milliseconds after it wins; one that went without
-# writing "down" never does: asked this often, this far apart (s), before its name is taken.
-CLAIM_ASKS = 3
-CLAIM_PAUSE = 0.5
-
-
 def lease_seconds() -> float:
     return float(env("AGENTTEAMS_ENGINE_LEASE", "10"))
-
-
-class HostRecord(msgspec.Struct, forbid_unknown_fields=False):
-    host: str
-    pid: int = 0
-    beat: int = 0
-    state: str = "up"  # up | down (stopped cleanly) | dead (lease expired)
-    by: str = ""  # the host that found it dead
 
 
 class Ready(msgspec.Struct):
@@ -87,20 +71,20 @@ def claim_host_name(engine: EngineTeam, host: str) -> None:
     whose supervisor does not serve the name yet: it is asked again before it is taken."""
     key = f"host.{host}"
     before, _ = engine.lookup(key, fresh=True)
-    last = _record(before)
+    last = hosts.record(before)
     held = "a live supervisor"
     try:
-        if not _answered(engine, host, CLAIM_ASKS if last is not None and last.state == "up" else 1):
+        if not hosts.answered(engine, host, hosts.ASKS if last is not None and last.state == "up" else 1):
             won = False
 
             def claim(current: Entry | None) -> bytes | None:
                 nonlocal won
                 unchanged = (current.rev if current else 0) == (before.rev if before else 0)
-                record = _record(current)
+                record = hosts.record(current)
                 # Changed by a claim (state "up"), not by a host marking the last holder dead.
                 won = unchanged or (record is not None and record.state != "up")
                 if won:
-                    return msgspec.json.encode(HostRecord(host=host, pid=os.getpid(), state="up"))
+                    return msgspec.json.encode(hosts.HostRecord(host=host, pid=os.getpid(), state="up"))
                 return current.data if current is not None else None
 
             engine.update(key, claim, f"claiming host name {host!r}")
@@ -108,27 +92,12 @@ def claim_host_name(engine: EngineTeam, host: str) -> None:
                 return
             held = "a supervisor that claimed it at the same moment"
     except Timeout:
-        held = f"a supervisor that did not answer within {CLAIM_TIMEOUT:g}s"
+        held = f"a supervisor that did not answer within {hosts.ASK_TIMEOUT:g}s"
     except TransportError:
         raise  # the engine away: nothing can be claimed
     except Exception:  # an answer of any kind (a refusal, one we cannot read): someone holds it
         pass
     raise Conflict(f"host name {host!r} is held by {held}; give this one another with 'up --host-name NAME'")
-
-
-def _answered(engine: EngineTeam, host: str, asks: int) -> bool:
-    """Whether a supervisor answers for ``host``, asked up to ``asks`` times
-    :data:`CLAIM_PAUSE` apart (no responder each time: False). An answer that is a refusal
-    raises, as does a wait past :data:`CLAIM_TIMEOUT`."""
-    for ask in range(asks):
-        if ask:
-            time.sleep(CLAIM_PAUSE)
-        try:
-            remote.call(engine, host, control.Status(id=control.new_id()), CLAIM_TIMEOUT)
-        except NotRunning:
-            continue
-        return True
-    return False
 
 
 class EngineHost:
@@ -226,15 +195,15 @@ class EngineHost:
 
     # ------------------------------------------------------------ heartbeats and leases
 
-    def _write_record(self, state: str) -> HostRecord | None:
+    def _write_record(self, state: str) -> hosts.HostRecord | None:
         """Write this host's record; the one it replaced."""
         self.beat += 1
-        record = HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
-        replaced: HostRecord | None = None
+        record = hosts.HostRecord(host=self.host, pid=os.getpid(), beat=self.beat, state=state)
+        replaced: hosts.HostRecord | None = None
 
         def write(current: Entry | None) -> bytes:
             nonlocal replaced
-            replaced = _record(current)
+            replaced = hosts.record(current)
             return msgspec.json.encode(record)
 
         self.engine.update(f"host.{self.host}", write, "heartbeat")
@@ -264,11 +233,11 @@ class EngineHost:
                 continue
             if now - seen[1] < lease_seconds():
                 continue
-            record = _record(entry)
+            record = hosts.record(entry)
             if record is not None and record.state == "up":
                 self._declare_dead(key, entry, record)
 
-    def _declare_dead(self, key: str, entry: Entry, record: HostRecord) -> None:
+    def _declare_dead(self, key: str, entry: Entry, record: hosts.HostRecord) -> None:
         dead = msgspec.structs.replace(record, state="dead", by=self.host)
         won = False
 
@@ -324,10 +293,3 @@ class EngineHost:
         self.lead_ring.close()
         for fd in (self._read_fd, self._write_fd):
             os.close(fd)
-
-
-def _record(entry: Entry | None) -> HostRecord | None:
-    try:
-        return msgspec.json.decode(entry.data, type=HostRecord) if entry is not None else None
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
