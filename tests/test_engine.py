@@ -205,10 +205,6 @@ def test_a_team_of_files_is_untouched_by_the_engine(tmp_path: Path, engine: Engi
         assert again.engine is None  # a team this root has files of stays files
     finally:
         del os.environ["AGENTTEAMS_ENGINE"]
-    # A host name for it was ignored, and the team went up as if none had been given.
-    refused = cli(tmp_path / "plain", "up", "p", "--host-name", "gpu", ok=False).stderr
-    assert refused == "agentteams: error: team 'p' is a team of files here; it has no engine to join\n"
-    assert cli(tmp_path / "plain", "status", "p", ok=None).returncode == 1  # not up
 
 
 def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
@@ -244,36 +240,6 @@ def test_engine_commands_and_one_line_errors(tmp_path: Path) -> None:
     err = cli(root, "task", "list", "far", ok=False).stderr
     assert "cannot reach the engine at nats://127.0.0.1:" in err
     assert "scheme 'http'" in cli(root, "team", "create", "x", "--engine", "http://h:1", ok=False).stderr
-
-
-def test_a_stale_engine_record_never_signals_the_process_that_has_its_pid(tmp_path: Path) -> None:
-    # A record outlives its server (a foreground engine stopped with Ctrl-C, a reboot): with
-    # its pid now another process's, `status` said running, `start` refused, and `stop`
-    # killed that process.
-    root = tmp_path / "root"
-    (root / "engine").mkdir(parents=True)
-    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        record = {
-            "pid": bystander.pid,
-            "listen": "127.0.0.1",
-            "port": 1,
-            "data": str(root / "engine"),
-            "log": "",
-        }
-        (root / "engine" / engine_server.RECORD).write_text(json.dumps(record))
-        assert cli(root, "engine", "status", ok=None).returncode == 1
-        assert "no engine runs from" in cli(root, "engine", "stop", ok=False).stderr
-        port = str(Engine(tmp_path).port)
-        started = json.loads(cli(root, "engine", "start", "--detach", "--port", port, "--json").stdout)
-        try:
-            assert started["pid"] != bystander.pid
-        finally:
-            cli(root, "engine", "stop")
-        assert bystander.poll() is None  # never signalled
-    finally:
-        bystander.kill()
-        bystander.wait()
 
 
 def test_credentials_are_passed_and_refusal_is_one_line(tmp_path: Path) -> None:
