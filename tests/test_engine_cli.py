@@ -147,6 +147,20 @@ def test_an_engine_url_whose_password_needs_encoding_says_so(tmp_path: Path) -> 
             engine_team.close_all()
 
 
+def test_a_bad_engine_url_is_named_without_its_password(tmp_path: Path) -> None:
+    # Every other URL error echoed the whole URL, password included, to a terminal or a log.
+    for bad, wrong in (
+        ("nats://ann:hunter2@h:99x", "bad port"),
+        ("http://ann:hunter2@h:1", "scheme"),
+        ("nats://ann:hunter2@h:1/x", "path or query"),
+        ("nats://ann:hunter2@:1", "names no host"),
+    ):
+        said = cli(tmp_path, "team", "create", "t", "--engine", bad, ok=False)
+        assert said.returncode == 1 and wrong in said.stderr and "ann:…@" in said.stderr, said.stderr
+        assert "hunter2" not in said.stderr and len(said.stderr.splitlines()) == 1, said.stderr
+    assert not (tmp_path / "teams").exists()
+
+
 def test_team_delete_is_refused_while_another_host_is_up(tmp_path: Path) -> None:
     # It removed the team from under host B: B's supervisor and teammates ran on, orphaned,
     # and attached to the next team of that name.

@@ -34,6 +34,7 @@ def parse(url: str) -> EngineUrl:
     """``url`` checked; InvalidInput naming what is wrong and what would be right."""
     text = url.strip()
     parts = urlsplit(text if "://" in text else f"nats://{text}")
+    url = _without_password(text)  # the messages below name the URL, never its password
     if parts.scheme not in SCHEMES:
         raise InvalidInput(
             f"engine URL {url!r} has scheme {parts.scheme!r}; use nats://HOST:PORT or tls://HOST:PORT"
@@ -56,6 +57,15 @@ def parse(url: str) -> EngineUrl:
         creds=os.environ.get("AGENTTEAMS_NATS_CREDS", ""),
         tls=parts.scheme == "tls",
     )
+
+
+def _without_password(text: str) -> str:
+    """``text`` with its password (if any) shown as '…': errors and logs are read by others."""
+    scheme, sep, rest = text.partition("://") if "://" in text else ("", "", text)
+    login, at, server = rest.rpartition("@")
+    if not at or ":" not in login:
+        return text
+    return f"{scheme}{sep}{login.partition(':')[0]}:…@{server}"
 
 
 def _check_credentials(text: str, parts: SplitResult) -> None:
