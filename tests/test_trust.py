@@ -413,6 +413,16 @@ def test_a_person_writing_in_a_members_name_is_marked_and_the_inbox_says_who_wro
     assert "bob [s] (unverified): a person, as bob" in shown
     assert "(FORGED: unsigned, but bob signs everything it writes)" in shown
     assert "team-lead [s] (verified): signed by the lead" in shown
+    # With no lead key to check it (a team whose lead is Claude Code's), a signed entry is
+    # "unverified" as at every other door (the command line alone said "unverifiable").
+    config_file = team.paths.config
+    config = json.loads(config_file.read_text())
+    config.pop("knownKeys", None)
+    for member in config["members"]:
+        if member["name"] == LEAD_NAME:
+            member.pop("verifyKey", None)
+    config_file.write_text(json.dumps(config))
+    assert "team-lead [s] (unverified): signed by the lead" in cli(root, "inbox", "t", "bob").stdout
     events = ops.wait_for_messages(team, io.WaitForMessages(timeout_s=0), LEAD_NAME).events
     assert [(e.kind, e.trust) for e in events] == [("message", "unverified"), ("refused", "refused")]
     assert "FORGED" not in events[1].text and 'refused an entry claiming to be from "bob"' in events[1].text
