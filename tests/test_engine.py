@@ -303,7 +303,9 @@ def test_a_damaged_engine_marker_is_one_line_naming_it_and_changes_nothing(
     cli(root, "up", "t")  # leaves this host's mirror of the team's files
     cli(root, "down", "t")
     kept = root / "teams" / "t" / marker.MARKER
-    for damage in (b'{"url": ', b'{"url": "http://h:1"}'):
+    good_url = json.dumps(engine.url).encode()
+    # A host name edited by hand into one no host may have was taken as it stood.
+    for damage in (b'{"url": ', b'{"url": "http://h:1"}', b'{"url": ' + good_url + b', "host": "gpu.box"}'):
         kept.write_bytes(damage)
         before = files(root)
         for argv in (("task", "list", "t"), ("task", "create", "t", "x"), ("up", "t"), ("ps", "t")):

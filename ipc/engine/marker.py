@@ -71,7 +71,8 @@ def read(paths: TeamPaths) -> Link | None:
         try:
             found = msgspec.json.decode(data, type=_Marker)
             parse(found.url)
-            kept = Link(url=found.url, host=found.host or default_host(), remembered=True)
+            host = host_name(found.host) if found.host else default_host()  # a hand edit: checked as given
+            kept = Link(url=found.url, host=host, remembered=True)
         except (msgspec.DecodeError, msgspec.ValidationError, InvalidInput) as exc:
             if not url:  # never a team of files by accident: its tasks would go where no host looks
                 detail = exc.message if isinstance(exc, InvalidInput) else str(exc)
