@@ -8,13 +8,14 @@ the request is marked read only once the answer is there.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import msgspec
 
 from ipc import trust
 from ipc.clock import now_iso
-from ipc.errors import Conflict, InvalidInput, NotFound
+from ipc.errors import AgentTeamsError, Conflict, InvalidInput, NotFound
 from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.schemas import (
@@ -81,18 +82,45 @@ def requester(request: Request) -> str:
     return request.from_ if isinstance(request, PlanApprovalRequest) else request.agent_id.split("@")[0]
 
 
-def pending(lead: Mailbox, config: trust.ConfigSource) -> list[tuple[InboxMessage, Request]]:
+def pending(
+    lead: Mailbox, config: trust.ConfigSource, stopped: Collection[str] = ()
+) -> list[tuple[InboxMessage, Request]]:
     """Unanswered plan approval and permission requests in the lead's inbox, oldest first:
-    those its verification lets stand (``config``: the team's keys). A forged one (a member
+    those its verification lets stand (``config``: the team's keys) and someone waits for
+    (:func:`moot`; ``stopped``: members known not to run now). A forged one (a member
     that signs, unsigned or wrongly signed; or a request in another's name) is never shown
     to a person to approve, nor matched by its id: the supervisor refuses it at its look."""
     verifier = trust.Verifier(config, LEAD_NAME)
     found = []
     for message in lead.unread():
         body = parse_body(message.text)
-        if isinstance(body, PlanApprovalRequest | PermissionRequest) and verifier.stands(message, body):
+        if not isinstance(body, PlanApprovalRequest | PermissionRequest) or not verifier.stands(
+            message, body
+        ):
+            continue
+        if moot(message, config, stopped) is None:
             found.append((message, body))
     return found
+
+
+def moot(message: InboxMessage, config: trust.ConfigSource, stopped: Collection[str] = ()) -> str | None:
+    """Why nobody waits for the answer to this request, or None. The incarnation of a
+    member that asked waits, and each incarnation of a member that signs has a key pair of
+    its own: a request its member's current key did not sign was asked by one gone since
+    (a restart, a down and up), and one from a member in ``stopped`` has nobody to read it.
+    A member that cannot sign (a claude teammate) is not judged: its requests stand."""
+    try:
+        member = config.read().member(message.from_)
+    except AgentTeamsError:
+        return None
+    current = member.verify_key if member is not None else None
+    if not isinstance(current, str) or not current:
+        return None
+    if not trust.signed_by(message, [current]):
+        return f"{message.from_} has restarted since it asked"
+    if message.from_ in stopped:
+        return f"{message.from_} is not running"
+    return None
 
 
 def find(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> Request | None:
@@ -105,6 +133,16 @@ def find(lead: Mailbox, request_id: str, config: trust.ConfigSource) -> Request 
             continue
         if verifier.stands(message, body):
             return body
+    return None
+
+
+def _moot(lead: Mailbox, request_id: str, config: trust.ConfigSource, stopped: Collection[str]) -> str | None:
+    verifier = trust.Verifier(config, LEAD_NAME)
+    for message in lead.unread():
+        body = parse_body(message.text)
+        is_it = isinstance(body, PlanApprovalRequest | PermissionRequest) and body.request_id == request_id
+        if is_it and verifier.stands(message, body):
+            return moot(message, config, stopped)
     return None
 
 
@@ -136,17 +174,23 @@ def answer(
     permission_mode: str = "",
     permission_updates: list[dict[str, Any]] | None = None,
     always: bool = False,
+    stopped: Collection[str] = (),
 ) -> Answered:
     """Answer one pending request as the lead: NotFound naming the pending ones, Conflict if
-    it was answered already; nothing is sent then. An approved permission carries
+    it was answered already or nobody waits for it (:func:`moot`); nothing is sent then. An approved permission carries
     ``permission_updates`` (with ``always``, the request's own suggestions), which the
     teammate keeps for the rest of its life."""
     lead = messenger.mailbox(LEAD_NAME)
-    open_requests = pending(lead, messenger.store)
+    open_requests = pending(lead, messenger.store, stopped)
     match = next(((m, b) for m, b in open_requests if b.request_id == request_id), None)
     if match is None:
         if answered(lead, request_id, messenger.store):
             raise Conflict(f"request {request_id} has already been answered")
+        if (gone := _moot(lead, request_id, messenger.store, stopped)) is not None:
+            raise Conflict(
+                f"nobody waits for the answer to request {request_id}: {gone}; nothing was sent "
+                "(a teammate that still needs it asks again once it runs)"
+            )
         known = ", ".join(b.request_id for _, b in open_requests) or "none"
         raise NotFound(f"no pending request {request_id!r}; pending: {known}")
     message, request = match

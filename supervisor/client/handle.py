@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ipc import agent_side, control
+from ipc import agent_side, answers, control
 from ipc.bell import Bell
 from ipc.cc_peer import SupervisorRoute
 from ipc.engine import marker
@@ -24,7 +24,7 @@ from ipc.mailbox import Mailbox
 from ipc.messaging import Messenger
 from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.replies import TeamStatus
-from ipc.schemas import LEAD_NAME, Member, TeamConfig, TeammateTerminated
+from ipc.schemas import LEAD_NAME, InboxMessage, Member, TeamConfig, TeammateTerminated
 from ipc.team_state import TeamState
 from ipc.wake import LazyWaker, on_call
 from supervisor.client import launcher
@@ -131,6 +131,20 @@ class TeamHandle:
 
     def is_up(self) -> bool:
         return launcher.supervisor_pid(self.paths) is not None
+
+    def stopped_here(self) -> frozenset[str]:
+        """Members known not to run now: while no supervisor runs here, every teammate this
+        host runs (ours stop with their supervisor); none while one does."""
+        if self.is_up():
+            return frozenset()
+        placed = (
+            m for m in self.store.read().teammates() if self.state.engine is None or m.host_name == self.host
+        )
+        return frozenset(m.name for m in placed)
+
+    def requests_waiting(self) -> list[tuple[InboxMessage, answers.Request]]:
+        """Plan and permission requests in the lead's inbox someone waits to be answered."""
+        return answers.pending(self.state.mailbox(LEAD_NAME), self.store, self.stopped_here())
 
     def supervisor_pid(self) -> int | None:
         return launcher.supervisor_pid(self.paths)

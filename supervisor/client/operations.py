@@ -125,7 +125,7 @@ def team_status(team: TeamHandle, args: io.NoInput, actor: str) -> io.TeamSummar
         supervisor=team.supervisor_pid(),
         members=member_infos(team),
         tasks=counts,
-        pending_requests=len(answers.pending(team.state.mailbox(LEAD_NAME), team.store)),
+        pending_requests=len(team.requests_waiting()),
     )
 
 
@@ -373,8 +373,7 @@ def push(team: TeamHandle, args: io.Push, actor: str) -> io.Pushed:
 @operation("list_requests", io.NoInput, io.Requests)
 def list_requests(team: TeamHandle, args: io.NoInput, actor: str) -> io.Requests:
     """Plan approval and permission requests waiting for the lead, oldest first."""
-    waiting = answers.pending(team.state.mailbox(LEAD_NAME), team.store)
-    return io.Requests(requests=[body for _, body in waiting])
+    return io.Requests(requests=[body for _, body in team.requests_waiting()])
 
 
 @operation("answer_request", io.AnswerRequest, answers.Answered, writes=True)
@@ -396,6 +395,7 @@ def answer_request(team: TeamHandle, args: io.AnswerRequest, actor: str) -> answ
         permission_mode=args.permission_mode,
         permission_updates=updates,
         always=args.always,
+        stopped=team.stopped_here(),
     )
 
 

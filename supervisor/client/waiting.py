@@ -34,7 +34,7 @@ def take_for(team: TeamHandle, box: Mailbox, bell: Bell, name: str) -> list[Inbo
     taken = box.take_where(
         lambda m: (k := kind(m)) not in ANSWERED_LATER and not (supervised and k in SUPERVISOR_TAKES)
     )
-    pending = answers.pending(box, team.store)
+    pending = answers.pending(box, team.store, team.stopped_here())
     requests = [m for m, body in pending if body.request_id not in bell.shown]
     bell.shown.update(body.request_id for _, body in pending)
     return requests + taken
