@@ -142,6 +142,34 @@ def end_orphans(paths: TeamPaths, why: str) -> list[str]:
     return ended
 
 
+def unreported_of(paths: TeamPaths, parent: str, since_ms: int = 0) -> list[str]:
+    """Ids of ``parent``'s subagents whose end it has not been told of: ended and never
+    handed over, or still running (it is told when they end). A parent that starts again
+    (a restart) takes these up, since which ones it waited for went with its memory. Only
+    those started at ``since_ms`` or later: an earlier holder of its name's are not its."""
+    folder = paths.team_dir / "subagents"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            result = read(paths, path.stem)
+        except AgentTeamsError:  # not a record (a fork base, a file that does not parse)
+            continue
+        if result.parent == parent and not result.notified and result.started_ms >= since_ms:
+            found.append(result.id)
+    return found
+
+
+def mark_notified(paths: TeamPaths, result: SubagentResult) -> None:
+    """Its parent has ``result``, or needs no notification of it (``result``'s run, the one
+    that started at ``result.started_ms``): a run resumed since under the same id is left for
+    its own notification."""
+    read(paths, result.id)  # NotFound, before a lock file is made for a record gone with its team
+    with locked(paths.subagent_result(result.id), root=paths.root):
+        current = read(paths, result.id)
+        if current.started_ms == result.started_ms and not current.notified:
+            write(paths, msgspec.structs.replace(current, notified=True))
+
+
 def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:
     """Ids of ``parent``'s subagents still running. ``settled``, kept by the caller between
     looks, gathers the ids that can never be: ended, or another parent's. Their files are not
