@@ -4,6 +4,7 @@ whole."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -13,7 +14,7 @@ from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError, Conflict, NotFound
 from ipc.locks import locked
 from ipc.options import SubagentOptions
-from ipc.paths import TeamPaths
+from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.replies import BubbledAnswer, SubagentResult, SubagentStatus
 from ipc.schemas import PermissionRequest, dump_json
 from ipc.storage import atomic_write, read_bytes
@@ -168,6 +169,24 @@ def mark_notified(paths: TeamPaths, result: SubagentResult) -> None:
         current = read(paths, result.id)
         if current.started_ms == result.started_ms and not current.notified:
             write(paths, msgspec.structs.replace(current, notified=True))
+
+
+_ID_AT_END = re.compile(r"(?:^|-)(sub-[0-9a-f]+)$")
+
+
+def parent_of(paths: TeamPaths, name: str) -> str | None:
+    """The agent ``name`` works for, when it is a subagent (None when not): ``name`` is its id,
+    or the name its usage is recorded under (``{parent}.{id}``, in a file name ``{parent}-{id}``)."""
+    found = _ID_AT_END.search(name)
+    if found is None:
+        return None
+    try:
+        record = read(paths, found.group(1))
+    except AgentTeamsError:  # no such subagent: an agent of its own that is named so
+        return None
+    if name not in (record.id, normalise_agent_name(f"{record.parent}.{record.id}")):
+        return None
+    return normalise_agent_name(record.parent)
 
 
 def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:
