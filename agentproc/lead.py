@@ -201,10 +201,12 @@ class LeadLoop(AgentRunner):
             return Turn(kind="inbox", text=text, sender=asked.agent_id, content=text)
         finished = subagents.next_notification(self.ctx) if self.ctx.background else None
         if finished is not None:
-            subagents.mark_notified(self.ctx, finished)
+            self.ctx.background.discard(finished.id)  # its record is marked as the turn begins
             text = subagents.notification(finished, str(self.ctx.paths.subagent_result(finished.id)))
             shown = f"[subagent] {finished.description or finished.id} {finished.status}"
-            return Turn(kind="notification", text=text, content=finished.result, shown=shown)
+            return Turn(
+                kind="notification", text=text, content=finished.result, shown=shown, notifies=finished
+            )
         return None
 
     def _read_terminal(self) -> None:

@@ -90,6 +90,8 @@ class AgentLoop(AgentRunner):
         self.resume_at = 0.0  # monotonic time before which no task is claimed (back-off)
         self.woke_ns = 0
         self.reported = ""  # the idle state last reported to the supervisor
+        # After a restart: the ends of its subagents it has not heard, from their records.
+        subagents.take_up(self.ctx, member.joined_at if member is not None else 0)
 
     # ------------------------------------------------------------ inputs
 
@@ -195,9 +197,9 @@ class AgentLoop(AgentRunner):
             bubble.answer_pending(self.ctx, sorted(self.ctx.background), can_take_turn=False)
             finished = subagents.next_notification(self.ctx)
             if finished is not None:
-                subagents.mark_notified(self.ctx, finished)
+                self.ctx.background.discard(finished.id)  # its record is marked as the turn begins
                 text = subagents.notification(finished, str(self.ctx.paths.subagent_result(finished.id)))
-                return Turn(kind="notification", text=text, content=finished.result)
+                return Turn(kind="notification", text=text, content=finished.result, notifies=finished)
         if time.monotonic() < self.resume_at:
             self._give_back_handed()
             return None  # backing off after failed turns: messages yes, new work not yet

@@ -9,7 +9,7 @@ import logging
 import os
 from typing import Any
 
-from agentproc import checkins, hooks, pane
+from agentproc import checkins, hooks, pane, subagents
 from agentproc.channel import Channel
 from agentproc.context import AgentContext
 from agentproc.mcp_servers import McpServers
@@ -133,6 +133,10 @@ class AgentRunner:
             turn = dataclasses.replace(turn, text=f"{self.initial_prompt}\n\n{turn.text}")
             self.initial_prompt = ""
         self.transcript.append("user", turn.text)
+        if turn.notifies is not None:
+            # Told once it is in the transcript, not before: a crash between the two tells the
+            # restarted agent again (subagents.take_up), where the other order would lose it.
+            subagents.mark_notified(self.ctx, turn.notifies)
         show = self.ctx.show
         if show is not None:
             origin = f"from {turn.sender}" if turn.sender else turn.kind

@@ -8,13 +8,11 @@ import os
 import time
 from types import ModuleType
 
-import msgspec
-
 from agentproc import checkins
 from agentproc.context import AgentContext
 from ipc import control, subagents
 from ipc.clock import now_ms
-from ipc.errors import AgentTeamsError, Conflict, SupervisorError
+from ipc.errors import AgentTeamsError, Conflict, NotFound, SupervisorError
 from ipc.options import SubagentOptions
 from ipc.replies import SubagentReply, SubagentResult
 
@@ -129,7 +127,21 @@ def mark_notified(ctx: AgentContext, result: SubagentResult) -> None:
     """Its parent has its result (a notification turn, TaskOutput, or the sync tool result)."""
     ctx.background.discard(result.id)
     if not result.notified:
-        subagents.write(ctx.paths, msgspec.structs.replace(result, notified=True))
+        try:
+            subagents.mark_notified(ctx.paths, result)
+        except NotFound:
+            pass  # its record is gone (the team was deleted)
+
+
+def take_up(ctx: AgentContext, joined_ms: int) -> None:
+    """At this agent's start: the subagents of its own (since it joined the team at
+    ``joined_ms``) it has not heard the end of, which a restart forgot, are waited for
+    again, each told once as a notification."""
+    try:
+        pending = subagents.unreported_of(ctx.paths, ctx.name, joined_ms)
+    except AgentTeamsError:
+        return  # no subagents folder to read: none to take up
+    ctx.background.update(pending)
 
 
 def next_notification(ctx: AgentContext) -> SubagentResult | None:

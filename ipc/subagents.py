@@ -4,6 +4,7 @@ whole."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -13,7 +14,7 @@ from ipc.clock import now_ms
 from ipc.errors import AgentTeamsError, Conflict, NotFound
 from ipc.locks import locked
 from ipc.options import SubagentOptions
-from ipc.paths import TeamPaths
+from ipc.paths import TeamPaths, normalise_agent_name
 from ipc.replies import BubbledAnswer, SubagentResult, SubagentStatus
 from ipc.schemas import PermissionRequest, dump_json
 from ipc.storage import atomic_write, read_bytes
@@ -140,6 +141,52 @@ def end_orphans(paths: TeamPaths, why: str) -> list[str]:
         except AgentTeamsError:  # not a record (a fork base, a file that does not parse)
             continue
     return ended
+
+
+def unreported_of(paths: TeamPaths, parent: str, since_ms: int = 0) -> list[str]:
+    """Ids of ``parent``'s subagents whose end it has not been told of: ended and never
+    handed over, or still running (it is told when they end). A parent that starts again
+    (a restart) takes these up, since which ones it waited for went with its memory. Only
+    those started at ``since_ms`` or later: an earlier holder of its name's are not its."""
+    folder = paths.team_dir / "subagents"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            result = read(paths, path.stem)
+        except AgentTeamsError:  # not a record (a fork base, a file that does not parse)
+            continue
+        if result.parent == parent and not result.notified and result.started_ms >= since_ms:
+            found.append(result.id)
+    return found
+
+
+def mark_notified(paths: TeamPaths, result: SubagentResult) -> None:
+    """Its parent has ``result``, or needs no notification of it (``result``'s run, the one
+    that started at ``result.started_ms``): a run resumed since under the same id is left for
+    its own notification."""
+    read(paths, result.id)  # NotFound, before a lock file is made for a record gone with its team
+    with locked(paths.subagent_result(result.id), root=paths.root):
+        current = read(paths, result.id)
+        if current.started_ms == result.started_ms and not current.notified:
+            write(paths, msgspec.structs.replace(current, notified=True))
+
+
+_ID_AT_END = re.compile(r"(?:^|-)(sub-[0-9a-f]+)$")
+
+
+def parent_of(paths: TeamPaths, name: str) -> str | None:
+    """The agent ``name`` works for, when it is a subagent (None when not): ``name`` is its id,
+    or the name its usage is recorded under (``{parent}.{id}``, in a file name ``{parent}-{id}``)."""
+    found = _ID_AT_END.search(name)
+    if found is None:
+        return None
+    try:
+        record = read(paths, found.group(1))
+    except AgentTeamsError:  # no such subagent: an agent of its own that is named so
+        return None
+    if name not in (record.id, normalise_agent_name(f"{record.parent}.{record.id}")):
+        return None
+    return normalise_agent_name(record.parent)
 
 
 def running_of(paths: TeamPaths, parent: str, settled: set[str]) -> list[str]:

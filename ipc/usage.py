@@ -5,7 +5,7 @@ Each agent that calls the Messages API keeps its totals beside its transcript
 restart); a team's usage is the sum over those files. Prices are USD per million tokens by
 model-id prefix, overridable with ``AGENTTEAMS_PRICES`` (a JSON file of the same shape).
 Budgets (``budget.json`` in the team directory) cap the team, and each teammate, in tokens
-or dollars; an agent checks them before each request.
+or dollars; an agent checks them before each request (:mod:`ipc.budget_check`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import msgspec
 from ipc.errors import InvalidInput
 from ipc.locks import locked
 from ipc.paths import TeamPaths
-from ipc.storage import atomic_write, read_bytes, read_settled
+from ipc.storage import atomic_write, read_settled
 
 
 class Tokens(msgspec.Struct, kw_only=True):
@@ -215,30 +215,3 @@ def set_budget(paths: TeamPaths, agent: str | None, limit: Limit | None) -> None
                 os.unlink(budget_path(paths))
             return
         atomic_write(budget_path(paths), msgspec.json.format(msgspec.json.encode(budget), indent=2) + b"\n")
-
-
-def over_budget(paths: TeamPaths, agent: str) -> str:
-    """Why ``agent`` may not make another request ("" if it may): a limit of the team or of
-    the agent that its usage has reached."""
-    if read_bytes(budget_path(paths)) is None:
-        return ""
-    budget = read_budget(paths)
-    usage = team_usage(paths)
-    mine = [row for row in usage.agents if row.agent == agent]
-    mine_tokens = sum(row.tokens.total for row in mine)
-    mine_usd = sum(row.usd or 0.0 for row in mine)
-    checks = [
-        ("the team's token budget", budget.team.tokens, usage.tokens.total, "tokens"),
-        ("the team's dollar budget", budget.team.usd, usage.usd, "USD"),
-    ]
-    own = budget.agents.get(agent)
-    if own is not None:
-        checks += [
-            (f"{agent}'s token budget", own.tokens, mine_tokens, "tokens"),
-            (f"{agent}'s dollar budget", own.usd, mine_usd, "USD"),
-        ]
-    for name, limit, used, unit in checks:
-        if limit is not None and used >= limit:
-            shown = f"{used:,}" if unit == "tokens" else f"{used:.4f}"
-            return f"{name} of {limit:,} {unit} is reached ({shown} used)"
-    return ""

@@ -12,9 +12,10 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
+from ipc.budget_check import over_budget
 from ipc.paths import TeamPaths
 from ipc.ratelimit import RateLimiter, retry_after
-from ipc.usage import Tokens, UsageBook, over_budget
+from ipc.usage import Tokens, UsageBook
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 

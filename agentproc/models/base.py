@@ -10,6 +10,7 @@ from agentproc.tools import ToolBox
 from agentproc.transcript import Transcript
 from ipc.agents import AgentDefinition
 from ipc.launch import LaunchSpec
+from ipc.replies import SubagentResult
 from ipc.schemas import InboxMessage, ProtocolBody
 
 # message: one inbox message; claim: a task claimed; shutdown: a shutdown request; user: from
@@ -29,6 +30,8 @@ class Turn:
     is_prompt: bool = False  # the spawn prompt: the first message of the inbox, from the lead
     batch: tuple[InboxMessage, ...] = ()  # the lead's turn: the inbox messages it carries
     shown: str = ""  # what a person watching the turn is shown, when not ``text`` (no wrappers)
+    # A notification turn's subagent: marked told once the turn's input is recorded.
+    notifies: SubagentResult | None = None
 
 
 @dataclass(frozen=True)

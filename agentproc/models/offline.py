@@ -78,18 +78,26 @@ class OfflineModel:
         agent = re.search(r"<task-id>(.*?)</task-id>", turn.text)
         status = re.search(r"<status>(.*?)</status>", turn.text)
         for task in tools.ctx.tasks.list():
-            if agent and task.meta.get(BACKGROUND_AGENT) == agent.group(1) and task.status == "in_progress":
-                shown = {"id": task.id, "subject": task.subject, "metadata": task.meta}
-                if status and status.group(1) == "completed":
-                    self._complete(tools, shown, said)
-                else:
-                    self._give_back(
-                        tools,
-                        shown,
-                        f"its subagent {status.group(1) if status else 'ended'}: {said}",
-                        "failed",
-                    )
-                return TurnOutcome()
+            if not agent or task.meta.get(BACKGROUND_AGENT) != agent.group(1):
+                continue
+            if task.status == "pending" and task.owner_name is None:
+                # Released when this agent restarted, its subagent's answer only now told: taken back.
+                taken = {"taskId": task.id, "owner": tools.ctx.name, "status": "in_progress"}
+                if tools.call("TaskUpdate", taken).is_error:
+                    continue
+            elif task.status != "in_progress":
+                continue
+            shown = {"id": task.id, "subject": task.subject, "metadata": task.meta}
+            if status and status.group(1) == "completed":
+                self._complete(tools, shown, said)
+            else:
+                self._give_back(
+                    tools,
+                    shown,
+                    f"its subagent {status.group(1) if status else 'ended'}: {said}",
+                    "failed",
+                )
+            return TurnOutcome()
         tools.call(
             "SendMessage",
             {
