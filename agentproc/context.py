@@ -21,6 +21,7 @@ from ipc.team_state import TeamState
 if TYPE_CHECKING:
     from agentproc.channel import Channel
     from agentproc.checkins import CheckIn
+    from agentproc.tool_sessions import ToolSessions
     from agentproc.transcript import Transcript
 
 
@@ -37,6 +38,8 @@ class AgentContext:
     halt: int = 0
     current_task: str = ""
     tool_groups: set[int] = field(default_factory=set)  # process groups of running tools
+    # An in-process teammate's: the sessions its tools run in (set by its host).
+    tool_sessions: ToolSessions | None = None
     # Permission state: the mode can change when a plan is approved.
     permission_mode: str = "acceptEdits"
     plan_mode: bool = False

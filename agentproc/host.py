@@ -9,9 +9,11 @@ variable, as AsyncLocalStorage carries the agent in Claude Code.
 The supervisor starts the host and talks to it over a socket pair: ``Start`` a teammate,
 ``Stop`` one; the host answers ``Ended`` with a wait status when a teammate's loop returns
 or raises, so the supervisor's restart policy applies to one teammate and the host goes on.
-A stop rings the teammate awake to return at once; ``SIGKILL`` also kills its tools (a
-thread cannot be killed: one stuck in Python is given up and leaves with the host). The host
-dies with its supervisor (parent-death signal), and its death ends every teammate in it.
+A stop kills its tools and rings the teammate awake to return at once; a ``SIGKILL`` gives it
+up (a thread cannot be killed: one stuck in Python leaves with the host). Its tools' commands
+run in sessions of their own (:mod:`agentproc.tool_sessions`), ended when it ends, however
+it ends; the supervisor hears of each, to end them if the host dies. The host dies with its
+supervisor (parent-death signal), and its death ends every teammate in it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ import msgspec
 
 from agentproc.channel import open_channel
 from agentproc.loop import AgentLoop
+from agentproc.tool_sessions import ToolSessions, kill_all
 from ipc import trust
-from ipc.host_protocol import Command, Ended, Report, Running, Start, Stop, wait_status
+from ipc.host_protocol import Command, Ended, Report, Running, Start, Stop, ToolSession, wait_status
 from ipc.launch import LaunchSpec
 from ipc.osproc import kill_session, set_parent_death_signal, set_process_name
 from ipc.wake import Waker
@@ -88,6 +91,10 @@ class Host:
         try:
             channel = open_channel(spec)
             loop = AgentLoop(spec, channel)
+            name = spec.agent_name
+            loop.ctx.tool_sessions = ToolSessions(
+                lambda sid, running: self.send(ToolSession(name=name, sid=sid, running=running))
+            )
             self.loops[spec.agent_name] = loop
             code = loop.run()
             status = code - 128 if code > 128 and loop.ctx.halt == code else wait_status(code)
@@ -95,6 +102,8 @@ class Host:
             log.exception("%s raised; it ends, the host goes on", spec.agent_name)
         finally:
             if loop is not None:
+                assert loop.ctx.tool_sessions is not None
+                loop.ctx.tool_sessions.end()  # what its tools started goes with it
                 loop.close()
                 if self.loops.get(spec.agent_name) is loop:
                     del self.loops[spec.agent_name]
@@ -108,11 +117,8 @@ class Host:
         if loop is None:
             return
         loop.ctx.halt = 128 + command.signal
-        for group in list(loop.ctx.tool_groups):  # its tools go now, as with a process's session
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if loop.ctx.tool_sessions is not None:  # its tools go now, as with a process's session
+            loop.ctx.tool_sessions.kill()
         if command.signal == signal.SIGKILL:  # given up: reported now, whatever its thread does
             self.stopped[command.name] = loop.spec.incarnation_ms  # (a thread that ends after its restart)
             self.loops.pop(command.name, None)
@@ -132,8 +138,9 @@ class Host:
 
 
 def _tools_go() -> None:
-    """Every process of the host's session but itself: its teammates' tools. A thread's
-    death does not end them, and once the host is gone nobody could."""
+    """Every process of its teammates' tools' sessions, and of the host's own session but
+    itself. A thread's death does not end them, and once the host is gone nobody could."""
+    kill_all()
     if os.getsid(0) == os.getpid():
         kill_session(os.getpid(), spare=os.getpid())
 

@@ -1,7 +1,7 @@
 """What a supervisor and its in-process host (``python -m agentproc.host``) say to each other
 over the socket pair they share: start a teammate as a thread of the host, stop one; one
-teammate runs (in which thread, for ``ps``), and one ended (with a wait status, as if its
-process had been reaped)."""
+teammate runs (in which thread, for ``ps``), a session of its tools began or ended, and one
+ended (with a wait status, as if its process had been reaped)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,17 @@ class Ended(msgspec.Struct, tag="ended", kw_only=True):
     status: int  # a wait status: code << 8, or the signal number
 
 
+class ToolSession(msgspec.Struct, tag="tool-session", kw_only=True):
+    """A teammate's tool command began a session of its own (``running``), or that session
+    ended and its leader is reaped next: the host's death must end what is still running."""
+
+    name: str
+    sid: int
+    running: bool
+
+
 Command = Start | Stop
-Report = Running | Ended
+Report = Running | Ended | ToolSession
 
 
 def wait_status(code: int) -> int:

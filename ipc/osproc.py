@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+from collections.abc import Collection
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -62,20 +63,43 @@ def kill_session(sid: int, *, spare: int | None = None) -> int:
 
     Call it only while ``sid`` cannot have been reused: before the session leader is reaped
     (its zombie holds the number), or from inside the session."""
-    if sid <= 1:
-        raise ValueError(f"refusing to kill session {sid}")
-    killed = 0
+    return signal_sessions({sid}, signal.SIGKILL, spare=spare)
+
+
+def signal_sessions(sids: Collection[int], sig: int, *, spare: int | None = None) -> int:
+    """Send ``sig`` to every process of the sessions ``sids`` but ``spare``; how many were
+    signalled. The same care as :func:`kill_session`: no session's number may be reused."""
+    if any(sid <= 1 for sid in sids):
+        raise ValueError(f"refusing to signal sessions {sorted(sids)}")
+    signalled = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == spare:
             continue
         pid = int(entry)
         try:
-            if os.getsid(pid) == sid:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
+            if os.getsid(pid) in sids:
+                os.kill(pid, sig)
+                signalled += 1
         except (ProcessLookupError, PermissionError):
             continue
-    return killed
+    return signalled
+
+
+def session_members(sids: Collection[int]) -> dict[int, list[int]]:
+    """The processes of the sessions ``sids`` that have not exited (zombies left out), by
+    session; a session none of whose processes runs is not in it."""
+    found: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            sid = os.getsid(pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+        if sid in sids and alive(pid):
+            found.setdefault(sid, []).append(pid)
+    return found
 
 
 def set_process_name(name: str) -> None:

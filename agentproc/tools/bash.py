@@ -1,6 +1,8 @@
 """The Bash tool: a command in its own process group, stdin from /dev/null, a timeout and an
 output cap. The group lets a timeout kill the whole tool tree; the agent records it so its
-SIGTERM handler, and the supervisor after a crash, can kill what is still running.
+SIGTERM handler, and the supervisor after a crash, can kill what is still running. An
+in-process teammate's command runs in a session of its own instead, ended with the teammate
+(:mod:`agentproc.tool_sessions`): the session it would share is its host's.
 
 The paths a command touches are guessed from its text (:func:`command_paths`); whatever
 the guess cannot vouch for (a directory change it cannot follow, an expansion it cannot
@@ -111,32 +113,69 @@ def _unknown_expansion(text: str) -> str:
     return ""
 
 
+def start_tool(ctx: AgentContext, argv: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """A tool's command in a process group of its own; an in-process teammate's in a session
+    of its own (:mod:`agentproc.tool_sessions`), as it shares its process's session."""
+    if ctx.tool_sessions is not None:
+        return ctx.tool_sessions.start(argv, **popen)
+    return subprocess.Popen(argv, process_group=0, **popen)
+
+
+def exit_code(ctx: AgentContext, proc: subprocess.Popen[bytes], timeout: float | None) -> int:
+    """How a tool's command exited, once it has (TimeoutExpired after ``timeout``)."""
+    if ctx.tool_sessions is not None:
+        return ctx.tool_sessions.exit_code(proc, timeout)
+    return proc.wait(timeout)
+
+
+def poll(ctx: AgentContext, proc: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return exit_code(ctx, proc, 0)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def kill(ctx: AgentContext, proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a tool's command: its group, or the session an in-process teammate's runs in."""
+    if ctx.tool_sessions is not None:
+        ctx.tool_sessions.kill(proc)
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_command(ctx: AgentContext, command: str, timeout_s: float) -> BashOutcome:
-    proc = subprocess.Popen(
+    deadline = time.monotonic() + timeout_s
+    proc = start_tool(
+        ctx,
         ["/bin/bash", "-c", command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=ctx.cwd,
-        process_group=0,
     )
     ctx.tool_groups.add(proc.pid)
+    out: bytes | None = None
     timed_out = False
     try:
         out = _output(ctx, proc, timeout_s)
+        code = exit_code(ctx, proc, max(0.0, deadline - time.monotonic()))  # it may outlive its output
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, _ = proc.communicate()
+        kill(ctx, proc)
+        if out is None:
+            out, _ = proc.communicate()
+        code = exit_code(ctx, proc, None)
     finally:
         ctx.tool_groups.discard(proc.pid)
+        if ctx.tool_sessions is not None:
+            ctx.tool_sessions.settle()  # its session, unless a job of it runs on
     text = out.decode(errors="replace")
     if timed_out:
         text += f"\nCommand timed out after {timeout_s:g}s and was killed"
-    return BashOutcome(exit_code=proc.returncode, output=cap(text), timed_out=timed_out)
+    return BashOutcome(exit_code=code, output=cap(text), timed_out=timed_out)
 
 
 def _output(ctx: AgentContext, proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
@@ -170,13 +209,13 @@ def start_background(ctx: AgentContext, command: str) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     output = folder / f"{shell_id}.out"
     with open(output, "wb") as out:
-        proc = subprocess.Popen(
+        proc = start_tool(
+            ctx,
             ["/bin/bash", "-c", command],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ctx.cwd,
-            process_group=0,
         )
     ctx.tool_groups.add(proc.pid)
     ctx.shells[shell_id] = Shell(command, proc, output)

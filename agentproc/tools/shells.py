@@ -4,15 +4,13 @@ if asked), ``TaskStop`` kills its process group."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from typing import Any
 
 from agentproc.context import AgentContext
 from agentproc.tools.base import ToolFailure
-from agentproc.tools.bash import PREFIX, Shell, cap
+from agentproc.tools.bash import PREFIX, Shell, cap, exit_code, kill, poll
 
 __all__ = ["PREFIX", "output", "stop"]
 
@@ -25,7 +23,7 @@ def _shell(ctx: AgentContext, shell_id: str) -> Shell:
 
 
 def _state(ctx: AgentContext, shell_id: str, shell: Shell) -> dict[str, Any]:
-    code = shell.proc.poll()
+    code = poll(ctx, shell.proc)
     if code is not None:
         ctx.tool_groups.discard(shell.proc.pid)
     text = shell.output.read_bytes().decode(errors="replace") if shell.output.exists() else ""
@@ -35,10 +33,10 @@ def _state(ctx: AgentContext, shell_id: str, shell: Shell) -> dict[str, Any]:
 
 def output(ctx: AgentContext, shell_id: str, block: bool, timeout_s: float) -> dict[str, Any]:
     shell = _shell(ctx, shell_id)
-    if block and shell.proc.poll() is None:
+    if block and poll(ctx, shell.proc) is None:
         try:
             with ctx.off_cpu():
-                shell.proc.wait(timeout=timeout_s)
+                exit_code(ctx, shell.proc, timeout_s)
         except subprocess.TimeoutExpired:
             pass
     return _state(ctx, shell_id, shell)
@@ -46,13 +44,10 @@ def output(ctx: AgentContext, shell_id: str, block: bool, timeout_s: float) -> d
 
 def stop(ctx: AgentContext, shell_id: str) -> dict[str, Any]:
     shell = _shell(ctx, shell_id)
-    if shell.proc.poll() is not None:
-        raise ToolFailure(f"{shell_id} is not running (it exited with {shell.proc.returncode})")
-    try:
-        os.killpg(shell.proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    if (code := poll(ctx, shell.proc)) is not None:
+        raise ToolFailure(f"{shell_id} is not running (it exited with {code})")
+    kill(ctx, shell.proc)
     deadline = time.monotonic() + 5
-    while shell.proc.poll() is None and time.monotonic() < deadline:
+    while poll(ctx, shell.proc) is None and time.monotonic() < deadline:
         time.sleep(0.01)
     return {**_state(ctx, shell_id, shell), "message": f"Stopped {shell_id}"}

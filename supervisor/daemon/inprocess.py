@@ -6,6 +6,11 @@ of its own (above any real pid, so never signalled as one), is started, signalle
 "reaped" through this seam, and its restart policy applies to it alone. The host is started
 with the first in-process teammate and again after it died; its death is the exit of every
 teammate in it, each then restarted by the policy in a new host.
+
+Each tool command of an in-process teammate runs in a session of its own, which the host
+ends with the teammate. The host tells of each, so that its death ends them too: their
+leaders, its children, are ours then (we are a child subreaper), so their numbers are still
+theirs when we kill them.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from collections.abc import Callable
 import msgspec
 
 from ipc.errors import AgentTeamsError
-from ipc.host_protocol import Report, Running, Start, Stop
+from ipc.host_protocol import Report, Running, Start, Stop, ToolSession
 from ipc.launch import LaunchSpec
-from ipc.osproc import kill_session
+from ipc.osproc import kill_session, signal_sessions
 from ipc.paths import TeamPaths
 from ipc.replies import TeammateStatus
 from supervisor.daemon.reactor import Reactor
@@ -49,6 +54,7 @@ class InProcess:
         self.ids = itertools.count(FIRST_ID)
         self.by_id: dict[int, str] = {}
         self.threads: dict[str, int] = {}  # teammate -> its thread's native id in the host
+        self.tool_sessions: set[int] = set()  # the sessions its teammates' tools run in, not yet ended
         self.on_exit: Callable[[int, int], None] = lambda pid, status: None  # set by the supervisor
 
     def owns(self, pid: int) -> bool:
@@ -124,6 +130,12 @@ class InProcess:
         if isinstance(ended, Running):
             self.threads[ended.name] = ended.thread
             return
+        if isinstance(ended, ToolSession):
+            if ended.running:
+                self.tool_sessions.add(ended.sid)
+            else:
+                self.tool_sessions.discard(ended.sid)
+            return
         self.threads.pop(ended.name, None)
         for number, name in list(self.by_id.items()):
             if name == ended.name:
@@ -141,12 +153,22 @@ class InProcess:
         log.error("the in-process host (pid %s) died: %s", self.host_pid, os.waitstatus_to_exitcode(status))
         self._drop_socket()
         self.host_pid = None
+        self._end_tools()
         ended, self.by_id = self.by_id, {}
         self.threads.clear()
         for number in ended:
             self.on_exit(number, status)
 
+    def _end_tools(self) -> None:
+        """SIGKILL the sessions of the teammates' tools: the host is gone, or going. Their
+        leaders are its children or, once it is gone, ours; none is reaped by now (the host
+        tells before it reaps one, and our reaper kills a leader's session before it does)."""
+        sessions, self.tool_sessions = self.tool_sessions, set()
+        if sessions:
+            signal_sessions(sessions, signal.SIGKILL)
+
     def close(self) -> None:
         self._drop_socket()
         if self.host_pid is not None:
-            kill_session(self.host_pid)  # the host and its teammates' tools (not yet reaped: its own)
+            self._end_tools()
+            kill_session(self.host_pid)  # the host and what else is of its session (not yet reaped)
