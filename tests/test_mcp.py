@@ -492,3 +492,23 @@ def test_a_config_is_not_printed_for_a_name_the_server_would_refuse(root: Path) 
         )
         assert '"--as"' in cli(root, "mcp", "t", "--as", "carol", "--print-config", "json").stdout
         assert team.config().member("carol") is None  # printing joins nobody
+
+
+def test_shutdown_of_a_member_from_the_command_line_says_it_was_asked_not_that_it_left(
+    tmp_path: Path,
+) -> None:
+    # It printed "carol has shut down and left the team" while carol was only asked (and stayed).
+    from supervisor.mcp.member import Membership
+
+    team = Team.create("t", root=tmp_path, cwd=str(tmp_path))
+    membership = Membership(team, "carol")
+    membership.join()
+    try:
+        said = cli(tmp_path, "shutdown", "t", "carol").stdout
+        assert (
+            said.startswith("carol: asked (request ")
+            and "it leaves the team once its client approves" in said
+        )
+        assert "has shut down" not in said and team.member("carol") is not None
+    finally:
+        membership.close()

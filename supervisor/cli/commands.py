@@ -281,7 +281,8 @@ def cmd_shutdown(args: argparse.Namespace) -> int:
         if reply.worktree
         else ""
     )
-    emit(args, reply, f"{reply.name} has shut down and left the team{kept}")
+    said = f"{reply.name} has shut down and left the team" if reply.stopped else f"{reply.name}: {reply.exit}"
+    emit(args, reply, f"{said}{kept}")
     return 0
 
 
