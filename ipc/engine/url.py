@@ -59,22 +59,29 @@ def parse(url: str) -> EngineUrl:
     )
 
 
-def _without_password(text: str) -> str:
-    """``text`` with its password (if any) shown as '…': errors and logs are read by others."""
+def _login(text: str) -> tuple[str, str, str] | None:
+    """(``scheme://``, the login before the last '@', the rest) as written, or None: no '@'."""
     scheme, sep, rest = text.partition("://") if "://" in text else ("", "", text)
     login, at, server = rest.rpartition("@")
-    if not at or ":" not in login:
+    return (f"{scheme}{sep}", login, server) if at else None
+
+
+def _without_password(text: str) -> str:
+    """``text`` with its password (if any) shown as '…': errors and logs are read by others."""
+    found = _login(text)
+    if found is None or ":" not in found[1]:
         return text
-    return f"{scheme}{sep}{login.partition(':')[0]}:…@{server}"
+    start, login, server = found
+    return f"{start}{login.partition(':')[0]}:…@{server}"
 
 
 def _check_credentials(text: str, parts: SplitResult) -> None:
     """A '/', '?' or '#' in the user or password ends the address where a URL reads it: the
     rest looked like a bad port or a path. Said as what it is, without the password."""
-    rest = text.split("://", 1)[-1]
-    if "@" not in rest or "@" in parts.netloc:
+    written = _login(text)
+    if written is None or "@" in parts.netloc:
         return
-    login, _, server = rest.rpartition("@")
+    _, login, server = written
     user, _, password = login.partition(":")
     whose, value = ("user", user) if any(ch in user for ch in "/?#") else ("password", password)
     found = [repr(ch) for ch in "/?#" if ch in value]
